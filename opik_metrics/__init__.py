@@ -1,0 +1,35 @@
+"""opik-metrics: evaluation metrics for Opik (ROUGE family, BLEU, BERTScore, perplexity,
+distillation KL) as ``BaseMetric`` subclasses, plus tracked pipelines and a scoring CLI.
+
+Names are imported lazily so that ``import opik_metrics`` stays light (no torch until needed).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .versions import ours as _ours
+
+__version__ = _ours()
+
+_PUBLIC = {
+    "ROUGE": "opik_metrics.metrics.rouge",
+    "BLEU": "opik_metrics.metrics.bleu",
+    "BERTScore": "opik_metrics.metrics.bertscore",
+    "Perplexity": "opik_metrics.metrics.perplexity",
+    "DistillationKL": "opik_metrics.metrics.distillation",
+    "distillation_loss": "opik_metrics.neural.distillation",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'opik_metrics' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(_PUBLIC[name])
+    except ModuleNotFoundError as exc:
+        if exc.name == _PUBLIC[name]:
+            raise AttributeError(f"{name} is not available in this version of opik-metrics") from exc
+        raise
+    return getattr(module, name)

@@ -1,0 +1,123 @@
+"""The ``opik-metrics`` command: thin argument parsing over the library's layers."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .catalog import METRICS, metric_spec
+from .table import format_table
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def read_lines(path: str, what: str) -> list[str]:
+    """One entry a line (trailing newline removed; the file must be UTF-8)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CLIError(f"{what} file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{what} file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.splitlines()
+
+
+def _metric_kwargs(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    if name == "rouge":
+        kw: dict[str, Any] = {"use_stemmer": args.use_stemmer, "tokenizer": args.rouge_tokenizer,
+                              "remove_stopwords": args.remove_stopwords}
+        if args.rouge_type:
+            kw["rouge_types"] = tuple(args.rouge_type)
+        return kw
+    if name == "bleu":
+        return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
+                "smooth_method": args.smooth_method}
+    return {}
+
+
+def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[str]]:
+    streams = [read_lines(p, "references") for p in paths]
+    for path, stream in zip(paths, streams):
+        if len(stream) != n:
+            raise CLIError(f"{pred_path} has {n} lines but {path} has {len(stream)}; "
+                           "files must have one entry a line, in the same order")
+    return [list(refs) for refs in zip(*streams)]
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from .experiments.batch import score_texts
+
+    outputs = read_lines(args.predictions, "predictions")
+    references = _load_references(args.references, len(outputs), args.predictions)
+    names = args.metric or ["rouge", "bleu"]
+    try:
+        metrics = [metric_spec(n).build(track=False, **_metric_kwargs(n.lower(), args)) for n in names]
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+    result = score_texts(metrics, outputs, references, progress=not args.no_progress)
+    if args.format == "json":
+        notes = [{"item": k, "score": s, "reason": r}
+                 for k, item in enumerate(result["reasons"]) for s, r in item.items()]
+        json.dump({"items": result["items"], "aggregate": result["aggregate"],
+                   "signatures": result["signatures"], "reasons": notes}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references)}\n")
+    print(format_table(["score", "mean"], list(result["aggregate"].items())))
+    if args.items:
+        names_ = list(result["aggregate"])
+        rows = [[k, *(item.get(n, float("nan")) for n in names_)] for k, item in enumerate(result["items"])]
+        print()
+        print(format_table(["item", *names_], rows))
+    print()
+    for metric, sig in result["signatures"].items():
+        print(f"{metric}: {sig}")
+    flagged = sorted({(k, r) for k, item in enumerate(result["reasons"]) for r in item.values()})
+    for k, reason in flagged:
+        print(f"note: item {k}: {reason}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="opik-metrics", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    score = sub.add_parser("score", help="score a predictions file against reference files, one entry a line")
+    score.add_argument("--predictions", "-p", required=True, help="file of predictions, one a line")
+    score.add_argument("--references", "-r", required=True, action="append",
+                       help="file of references, one a line; repeat for several references per item")
+    score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
+                       help="metric to compute (repeatable; default: rouge and bleu)")
+    score.add_argument("--format", choices=["table", "json"], default="table")
+    score.add_argument("--items", action="store_true", help="also print a per-item table")
+    score.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g = score.add_argument_group("ROUGE options")
+    g.add_argument("--rouge-type", action="append", help="rouge1..rouge9, rougeL, rougeLsum, rougeW, "
+                   "rougeS4, rougeSU4, rougeS, rougeSU (repeatable; default rouge1 rouge2 rougeL)")
+    g.add_argument("--use-stemmer", action="store_true", help="Porter stemming, as rouge-score")
+    g.add_argument("--remove-stopwords", action="store_true")
+    g.add_argument("--rouge-tokenizer", choices=["default", "unicode"], default="default")
+    g = score.add_argument_group("BLEU options")
+    g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
+    g.add_argument("--lowercase", action="store_true")
+    g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    score.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CLIError as exc:
+        print(f"opik-metrics: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

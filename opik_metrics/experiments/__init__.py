@@ -1,0 +1,1 @@
+"""Running metrics over datasets: in-memory batch scoring, experiment runner, local store."""

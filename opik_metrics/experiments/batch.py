@@ -1,0 +1,55 @@
+"""Score aligned lists of outputs and references with several metrics; per item and aggregate."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tqdm.auto import tqdm
+
+
+def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
+    """Mean of every per-item score (names in first-seen order)."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for item in items:
+        for name, value in item.items():
+            sums[name] = sums.get(name, 0.0) + value
+            counts[name] = counts.get(name, 0) + 1
+    return {name: sums[name] / counts[name] for name in sums}
+
+
+def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
+                references: Sequence[Sequence[str]] | None, *, progress: bool = True,
+                chunk_size: int = 256) -> dict[str, Any]:
+    """Run each metric's ``score_batch`` over the items.
+
+    Returns ``{"items": [{name: value}], "aggregate": {name: mean}, "reasons": [...],
+    "signatures": {...}}``; metrics with ``corpus_score`` (BLEU) add their corpus value to the
+    aggregate.
+    """
+    n = len(outputs)
+    items: list[dict[str, float]] = [{} for _ in range(n)]
+    reasons: list[dict[str, str]] = [{} for _ in range(n)]
+    signatures: dict[str, str] = {}
+    corpus: dict[str, float] = {}
+    for metric in metrics:
+        bar = tqdm(total=n, desc=f"scoring {metric.name}", unit="item", disable=not progress, leave=False)
+        for start in range(0, n, chunk_size):
+            stop = min(n, start + chunk_size)
+            refs = None if references is None else references[start:stop]
+            batch = metric.score_batch(outputs[start:stop], refs)
+            for k, results in enumerate(batch, start):
+                for res in results:
+                    items[k][res.name] = res.value
+                    if res.reason:
+                        reasons[k][res.name] = res.reason
+                    sig = (res.metadata or {}).get("signature")
+                    if sig:
+                        signatures[metric.name] = sig
+            bar.update(stop - start)
+        bar.close()
+        if hasattr(metric, "corpus_score") and references is not None and n:
+            res = metric.corpus_score(outputs, references)
+            corpus[res.name] = res.value
+            signatures[res.name] = (res.metadata or {}).get("signature", "")
+    return {"items": items, "aggregate": {**aggregate(items), **corpus},
+            "reasons": reasons, "signatures": signatures}

@@ -1,0 +1,53 @@
+"""Validation of metric inputs: every error names the item and the field, never a deep traceback."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class MetricInputError(ValueError):
+    """Bad input to a metric; the message names the item (when known) and the field."""
+
+
+def _where(field: str, item: int | None) -> str:
+    return f"item {item}, field {field!r}" if item is not None else f"field {field!r}"
+
+
+def require_text(value: Any, field: str, item: int | None = None) -> str:
+    """Return ``value`` if it is a string, else raise a MetricInputError saying where and what."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise MetricInputError(f"{_where(field, item)}: expected a string, got None")
+    raise MetricInputError(f"{_where(field, item)}: expected a string, got {type(value).__name__}")
+
+
+def require_references(value: Any, field: str = "reference", item: int | None = None) -> list[str]:
+    """Normalise a reference (a string or a non-empty list of strings) to a list of strings."""
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        raise MetricInputError(f"{_where(field, item)}: expected a string or a list of strings, got None")
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise MetricInputError(f"{_where(field, item)}: the list of references is empty")
+        return [require_text(v, f"{field}[{k}]", item) for k, v in enumerate(value)]
+    raise MetricInputError(
+        f"{_where(field, item)}: expected a string or a list of strings, got {type(value).__name__}"
+    )
+
+
+def require_batch(outputs: Any, references: Any | None) -> tuple[list[str], list[list[str]] | None]:
+    """Validate a batch: same lengths, every output a string, every reference a string or list."""
+    if isinstance(outputs, str) or not isinstance(outputs, Sequence):
+        raise MetricInputError("outputs: expected a list of strings")
+    outs = [require_text(o, "output", i) for i, o in enumerate(outputs)]
+    if references is None:
+        return outs, None
+    if isinstance(references, str) or not isinstance(references, Sequence):
+        raise MetricInputError("references: expected a list (one entry per output)")
+    if len(references) != len(outs):
+        raise MetricInputError(
+            f"got {len(outs)} outputs but {len(references)} references; they must pair up one to one"
+        )
+    refs = [require_references(r, "reference", i) for i, r in enumerate(references)]
+    return outs, refs

@@ -1,0 +1,1 @@
+"""Model-backed scoring engines (BERTScore, perplexity, distillation KL); they never import opik."""

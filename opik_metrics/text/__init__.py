@@ -1,0 +1,1 @@
+"""Pure-Python text scoring engines (tokenisers, ROUGE, BLEU): no torch, no opik."""

@@ -1,0 +1,1 @@
+"""Tracked pipelines that feed ``opik.evaluate`` experiments (BLIP captioning, distillation)."""

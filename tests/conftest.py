@@ -1,0 +1,19 @@
+"""Test-wide settings: no network (no hub, no Opik server, no analytics)."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ["OPIK_ANALYTICS_ENABLE"] = "false"
+os.environ.setdefault("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")  # closed port: fails fast if reached
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest  # noqa: E402
+
+from tests.opik_backend import emulated_backend  # noqa: E402
+
+
+@pytest.fixture
+def fake_opik_backend():
+    """The in-memory Opik backend (see tests/opik_backend.py)."""
+    with emulated_backend() as emulator:
+        yield emulator
