@@ -1,0 +1,70 @@
+"""ROUGE as an Opik metric: precision, recall and F for every requested ROUGE type."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..text.rouge import RougeScorer, Score
+from ..versions import package_version
+from .base import ReferenceMetric, ScoreResult
+
+_PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))
+
+
+class ROUGE(ReferenceMetric):
+    """ROUGE-N (1..9), L, Lsum, W, S and SU with rouge-score's options and ROUGE-1.5.5's extras.
+
+    Returns ``<type>_precision``, ``<type>_recall`` and ``<type>_f1`` for each rouge type
+    (e.g. ``rouge1_f1``); numbers equal rouge-score's for rouge1..9, rougeL and rougeLsum.
+    """
+
+    def __init__(
+        self,
+        rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL"),
+        use_stemmer: bool = False,
+        remove_stopwords: bool = False,
+        tokenizer: str | Callable[[str], list[str]] = "default",
+        alpha: float | None = None,
+        beta: float | None = None,
+        wlcs_weight: float = 1.2,
+        multi_reference: str = "best",
+        name: str = "rouge",
+        track: bool = True,
+        project_name: str | None = None,
+    ) -> None:
+        if isinstance(rouge_types, str):
+            rouge_types = (rouge_types,)
+        self._scorer = RougeScorer(
+            tuple(rouge_types), use_stemmer=use_stemmer, remove_stopwords=remove_stopwords,
+            tokenizer=tokenizer, alpha=alpha, beta=beta, wlcs_weight=wlcs_weight,
+            multi_reference=multi_reference,
+        )
+        self.rouge_types = self._scorer.rouge_types
+        self.signature = f"{self._scorer.signature()}|nltk:{package_version('nltk')}"
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        scored = self._scorer.score_batch(outputs, references)
+        return [self._results(o, r, s) for o, r, s in zip(outputs, references, scored)]
+
+    def _empty_reason(self, output: str, references: list[str]) -> str | None:
+        """Why an all-zero item is zero, when the cause is text with no tokens."""
+        if not self._scorer.tokenize(output):
+            return "output has no tokens after tokenisation: ROUGE is 0 by definition"
+        empty = [k for k, ref in enumerate(references) if not self._scorer.tokenize(ref)]
+        if len(empty) == len(references):
+            return "reference has no tokens after tokenisation: ROUGE is 0 by definition"
+        if empty:
+            return f"references {empty} have no tokens after tokenisation and score 0"
+        return None
+
+    def _results(self, output: str, references: list[str], scores: dict[str, Score]) -> list[ScoreResult]:
+        reason = None
+        if any(s.fmeasure == 0.0 for s in scores.values()):
+            reason = self._empty_reason(output, references)
+        metadata = {"signature": self.signature, "n_references": len(references)}
+        return [
+            ScoreResult(name=f"{rtype}_{label}", value=getattr(score, attr), reason=reason,
+                        metadata={**metadata, "rouge_type": rtype})
+            for rtype, score in scores.items()
+            for label, attr in _PARTS
+        ]

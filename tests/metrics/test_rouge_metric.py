@@ -1,0 +1,80 @@
+"""ROUGE as an Opik metric: names, values equal to rouge-score, reasons, errors, batch."""
+import pytest
+from rouge_score import rouge_scorer
+
+from bench.corpus import realistic_pairs
+from opik_metrics import ROUGE
+from opik_metrics.metrics.inputs import MetricInputError
+
+
+def as_dict(results):
+    return {r.name: r.value for r in results}
+
+
+def test_result_names_follow_the_guide():
+    m = ROUGE(rouge_types=["rouge1", "rougeL", "rougeW", "rougeS4", "rougeSU4"], track=False)
+    names = [r.name for r in m.score(output="a b c", reference="a b d")]
+    assert names == [f"{t}_{p}" for t in ("rouge1", "rougeL", "rougeW", "rougeS4", "rougeSU4")
+                     for p in ("precision", "recall", "f1")]
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_values_equal_rouge_score_single_and_multi_reference(stem):
+    preds, refs = realistic_pairs(120, seed=7)
+    _, refs2 = realistic_pairs(120, seed=8)
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    ours = ROUGE(rouge_types=types, use_stemmer=stem, track=False)
+    oracle = rouge_scorer.RougeScorer(types, use_stemmer=stem)
+    for p, r, r2 in zip(preds, refs, refs2):
+        got = as_dict(ours.score(output=p, reference=[r, r2]))
+        want = oracle.score_multi([r, r2], p)
+        for t in types:
+            assert got[f"{t}_precision"] == want[t].precision
+            assert got[f"{t}_recall"] == want[t].recall
+            assert got[f"{t}_f1"] == want[t].fmeasure
+
+
+def test_batch_equals_single_calls_and_keeps_order():
+    preds, refs = realistic_pairs(40, seed=3)
+    m = ROUGE(track=False)
+    batch = m.score_batch(preds, refs)
+    assert [as_dict(b) for b in batch] == [as_dict(m.score(p, r)) for p, r in zip(preds, refs)]
+    assert m.score_batch([], []) == []
+
+
+def test_empty_output_is_zero_with_a_reason():
+    res = ROUGE(track=False).score(output="  ...  ", reference="the cat sat")
+    assert all(r.value == 0.0 for r in res)
+    assert all("output has no tokens" in r.reason for r in res)
+
+
+def test_empty_reference_is_zero_with_a_reason_and_normal_items_have_none():
+    m = ROUGE(track=False)
+    assert all("reference has no tokens" in r.reason for r in m.score("the cat", ""))
+    assert all(r.reason is None for r in m.score("the cat", "the cat"))
+
+
+def test_signature_in_metadata():
+    r = ROUGE(use_stemmer=True, track=False).score("a cat", "a cat")[0]
+    sig = r.metadata["signature"]
+    assert "stem:yes" in sig and "nltk:" in sig and r.metadata["rouge_type"] == "rouge1"
+
+
+def test_bad_input_names_item_and_field():
+    m = ROUGE(track=False)
+    with pytest.raises(MetricInputError, match="field 'output'"):
+        m.score(output=None, reference="x")
+    with pytest.raises(MetricInputError, match="field 'reference'"):
+        m.score(output="x")
+    with pytest.raises(MetricInputError, match="item 1, field 'reference'"):
+        m.score_batch(["a", "b"], ["a", 5])
+    with pytest.raises(ValueError, match="rougeQ"):
+        ROUGE(rouge_types=["rougeQ"], track=False)
+
+
+def test_unicode_tokenizer_scores_russian_where_default_gives_zero():
+    pred, ref = "Кошка сидит на ковре", "Кошка сидела на ковре"
+    default = as_dict(ROUGE(track=False).score(pred, ref))
+    uni = as_dict(ROUGE(tokenizer="unicode", track=False).score(pred, ref))
+    assert default["rouge1_f1"] == 0.0
+    assert uni["rouge1_f1"] == pytest.approx(3 / 4)  # кошка, на, ковре of 4 words each side
