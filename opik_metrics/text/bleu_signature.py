@@ -1,0 +1,53 @@
+"""Reproducibility signature of a BLEU configuration, in sacrebleu's format plus our extras."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional, Sequence, Union
+
+import sacrebleu
+
+from .bleu_formula import SMOOTH_DEFAULTS
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str:
+    """The installed opik_metrics version (``unknown`` when running from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("opik-metrics")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def bleu_signature(
+    *,
+    nrefs: Union[int, str],
+    lowercase: bool,
+    effective_order: bool,
+    tokenizer_signature: str,
+    smooth_method: str,
+    smooth_value: Optional[float],
+    max_ngram_order: int,
+    weights: Optional[Sequence[float]],
+) -> str:
+    """sacrebleu's BLEU signature (``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``)
+    then ``|order:N`` if N != 4, ``|w:...`` for non-uniform weights, ``|opik_metrics:<version>``."""
+    smooth = smooth_method
+    default = SMOOTH_DEFAULTS[smooth_method]
+    if default is not None:
+        smooth += f"[{(default if smooth_value is None else smooth_value):.2f}]"
+    parts = [
+        f"nrefs:{nrefs}",
+        f"case:{'lc' if lowercase else 'mixed'}",
+        f"eff:{'yes' if effective_order else 'no'}",
+        f"tok:{tokenizer_signature}",
+        f"smooth:{smooth}",
+        f"version:{sacrebleu.__version__}",
+    ]
+    if max_ngram_order != 4:  # sacrebleu leaves the order out of its signature
+        parts.append(f"order:{max_ngram_order}")
+    if weights is not None:
+        parts.append("w:" + "/".join(f"{w:g}" for w in weights))
+    parts.append(f"opik_metrics:{package_version()}")
+    return "|".join(parts)
