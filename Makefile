@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
-export OPIK_METRICS_NO_OPIK_SERVER ?= 1
+export OPIK_ANALYTICS_ENABLE ?= false
 
 .PHONY: venv demo test bench clean
 

@@ -67,12 +67,16 @@ def cmd_score(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references)}\n")
-    print(format_table(["score", "mean"], list(result["aggregate"].items())))
+    corpus_names = set(result["aggregate"]) - {n for item in result["items"] for n in item}
+    rows = [[name, value, "corpus statistics" if name in corpus_names else "mean over items"]
+            for name, value in result["aggregate"].items()]
+    print(format_table(["score", "value", "aggregate"], rows))
     if args.items:
-        names_ = list(result["aggregate"])
-        rows = [[k, *(item.get(n, float("nan")) for n in names_)] for k, item in enumerate(result["items"])]
+        shown = [n for n in result["aggregate"] if n not in corpus_names
+                 and not n.endswith(("_precision", "_recall"))]
+        rows = [[k, *(item.get(n, float("nan")) for n in shown)] for k, item in enumerate(result["items"])]
         print()
-        print(format_table(["item", *names_], rows))
+        print(format_table(["item", *shown], rows))
     print()
     for metric, sig in result["signatures"].items():
         print(f"{metric}: {sig}")

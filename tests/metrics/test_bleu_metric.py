@@ -1,0 +1,60 @@
+"""BLEU as an Opik metric: values equal to sacrebleu (/100), corpus score, reasons, errors."""
+import pytest
+import sacrebleu
+
+from bench.corpus import realistic_pairs
+from opik_metrics import BLEU
+from opik_metrics.metrics.inputs import MetricInputError
+
+
+def test_sentence_bleu_equals_sacrebleu_with_metadata():
+    preds, refs = realistic_pairs(150, seed=11)
+    _, refs2 = realistic_pairs(150, seed=12)
+    m = BLEU(track=False)
+    for p, r, r2 in zip(preds, refs, refs2):
+        (res,) = m.score(output=p, reference=[r, r2])
+        want = sacrebleu.sentence_bleu(p, [r, r2])
+        assert res.name == "bleu"
+        assert res.value == pytest.approx(want.score / 100, rel=1e-12, abs=1e-15)
+        assert res.metadata["bp"] == pytest.approx(want.bp, rel=1e-12)
+        assert res.metadata["sys_len"] == want.sys_len and res.metadata["ref_len"] == want.ref_len
+        assert res.metadata["counts"] == list(want.counts) and res.metadata["totals"] == list(want.totals)
+    assert "nrefs:2" in res.metadata["signature"] and "tok:13a" in res.metadata["signature"]
+
+
+@pytest.mark.parametrize("opts", [dict(tokenize="intl", lowercase=True), dict(smooth_method="floor", smooth_value=0.2),
+                                  dict(smooth_method="add-k"), dict(smooth_method="none", effective_order=False)])
+def test_options_map_to_sacrebleu(opts):
+    preds, refs = realistic_pairs(60, seed=5)
+    m = BLEU(track=False, **opts)
+    oracle = sacrebleu.BLEU(**{"effective_order": True, **opts})
+    for p, r in zip(preds, refs):
+        assert m.score(p, r)[0].value == pytest.approx(oracle.sentence_score(p, [r]).score / 100, rel=1e-12, abs=1e-15)
+
+
+def test_corpus_bleu_equals_sacrebleu_and_is_not_the_mean():
+    preds, refs = realistic_pairs(200, seed=2)
+    m = BLEU(track=False)
+    corpus = m.corpus_score(preds, refs)
+    want = sacrebleu.corpus_bleu(preds, [refs])
+    assert corpus.name == "corpus_bleu"
+    assert corpus.value == pytest.approx(want.score / 100, rel=1e-12)
+    mean = sum(r[0].value for r in m.score_batch(preds, refs)) / len(preds)
+    assert abs(mean - corpus.value) > 1e-3
+
+
+def test_weights_must_sum_to_one():
+    with pytest.raises(ValueError, match="sum to 1"):
+        BLEU(weights=[0.5, 0.5, 0.5, 0.0], track=False)
+    (r,) = BLEU(weights=[1, 0, 0, 0], track=False).score("the cat sat on a mat", "the cat sat on the mat")
+    # p1 = 5/6, same length so BP = 1: hand-worked
+    assert r.value == pytest.approx(5 / 6)
+
+
+def test_empty_output_is_zero_with_reason_and_errors_name_the_field():
+    (r,) = BLEU(track=False).score("", "the cat")
+    assert r.value == 0.0 and "output has no tokens" in r.reason
+    with pytest.raises(MetricInputError, match="field 'reference'"):
+        BLEU(track=False).score("a", None)
+    with pytest.raises(MetricInputError, match="got 2 outputs but 1 references"):
+        BLEU(track=False).corpus_score(["a", "b"], ["a"])
