@@ -14,12 +14,14 @@ from sacrebleu.metrics import BLEU
 
 from bench.corpus import realistic_pairs
 from opik_metrics.text.bleu import BLEUScorer
+from opik_metrics.text.bleu_13a import tokenize_13a
 
 TARGET = 1.5
 
 
 def clear_tokenizer_caches() -> None:
-    """Empty the lru_caches of every loaded sacrebleu tokenizer class."""
+    """Empty the lru_caches of every loaded sacrebleu tokenizer class, and of our 13a tokenizer."""
+    tokenize_13a.cache_clear()
     for name, module in list(sys.modules.items()):
         if not name.startswith("sacrebleu.tokenizers.") or module is None:
             continue
