@@ -6,6 +6,7 @@ from typing import Any, Sequence
 from ..text.bleu import BLEUResult, BLEUScorer
 from .base import ReferenceMetric, ScoreResult
 from .inputs import MetricInputError, require_batch, require_references, require_text
+from .opik_results import scoring_inputs
 
 
 class BLEU(ReferenceMetric):
@@ -62,18 +63,10 @@ class BLEU(ReferenceMetric):
         """Experiment-level corpus BLEU for ``opik.evaluate(experiment_scoring_functions=[...])``."""
         outputs, references = [], []
         for k, tr in enumerate(test_results):
-            inputs = _scoring_inputs(tr)
+            inputs = scoring_inputs(tr)
             outputs.append(require_text(inputs.get("output"), "output", k))
             references.append(require_references(inputs.get("reference"), "reference", k))
         return self.corpus_score(outputs, references)
-
-
-def _scoring_inputs(test_result: Any) -> dict:
-    """The inputs Opik passed to the metrics for one test result (after key mapping)."""
-    case = test_result.test_case
-    if case.mapped_scoring_inputs is not None:
-        return case.mapped_scoring_inputs
-    return {**(case.dataset_item_content or {}), **(case.task_output or {})}
 
 
 def _empty_reason(output: str, res: BLEUResult) -> str | None:
