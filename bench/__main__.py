@@ -11,7 +11,7 @@ import sys
 
 from opik_metrics.table import format_table
 
-BENCHMARKS = ["bench_rouge", "bench_bleu", "bench_bertscore"]
+BENCHMARKS = ["bench_rouge", "bench_bleu", "bench_bertscore", "bench_perplexity"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,11 @@ METRICS: dict[str, MetricSpec] = {
                         summary="ROUGE-N/L/Lsum/W/S/SU precision, recall, F"),
     "bleu": MetricSpec("bleu", "opik_metrics.metrics.bleu:BLEU",
                        summary="sentence BLEU per item, corpus BLEU in the aggregate"),
+    "perplexity": MetricSpec("perplexity", "opik_metrics.metrics.perplexity:Perplexity", needs_reference=False,
+                             summary="perplexity of a causal LM per item, token-weighted corpus perplexity"),
+    "distillation_kl": MetricSpec("distillation_kl", "opik_metrics.metrics.distillation:DistillationKL",
+                                  needs_reference=False,
+                                  summary="per-token KL(teacher_T || student_T) of two causal LMs"),
 }
 
 

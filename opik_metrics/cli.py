@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .catalog import METRICS, metric_spec
+from .neural.registry import ModelNotAvailableError
 from .table import format_table
 
 
@@ -36,6 +37,13 @@ def _metric_kwargs(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if name == "bleu":
         return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
                 "smooth_method": args.smooth_method}
+    if name == "perplexity":
+        return {"model": args.perplexity_model, "stride": args.stride}
+    if name == "distillation_kl":
+        if not (args.teacher and args.student):
+            raise CLIError("--metric distillation_kl needs --teacher and --student")
+        return {"teacher": args.teacher, "student": args.student, "temperature": args.temperature,
+                "top_k": args.top_k}
     return {}
 
 
@@ -52,11 +60,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
-    references = _load_references(args.references, len(outputs), args.predictions)
     names = args.metric or ["rouge", "bleu"]
+    specs = [metric_spec(n) for n in names]
+    needing = [s.name for s in specs if s.needs_reference]
+    if needing and not args.references:
+        raise CLIError(f"{', '.join(needing)} need --references")
+    references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
     try:
-        metrics = [metric_spec(n).build(track=False, **_metric_kwargs(n.lower(), args)) for n in names]
-    except (ValueError, TypeError) as exc:
+        metrics = [spec.build(track=False, **_metric_kwargs(spec.name, args)) for spec in specs]
+    except (ValueError, TypeError, ModelNotAvailableError) as exc:
         raise CLIError(str(exc)) from None
     result = score_texts(metrics, outputs, references, progress=not args.no_progress)
     if args.format == "json":
@@ -66,7 +78,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                    "signatures": result["signatures"], "reasons": notes}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references)}\n")
+    print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references or ['(no references)'])}\n")
     corpus_names = set(result["aggregate"]) - {n for item in result["items"] for n in item}
     rows = [[name, value, "corpus statistics" if name in corpus_names else "mean over items"]
             for name, value in result["aggregate"].items()]
@@ -92,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = sub.add_parser("score", help="score a predictions file against reference files, one entry a line")
     score.add_argument("--predictions", "-p", required=True, help="file of predictions, one a line")
-    score.add_argument("--references", "-r", required=True, action="append",
-                       help="file of references, one a line; repeat for several references per item")
+    score.add_argument("--references", "-r", action="append",
+                       help="file of references, one a line; repeat for several references per item "
+                       "(needed by reference-based metrics)")
     score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
                        help="metric to compute (repeatable; default: rouge and bleu)")
     score.add_argument("--format", choices=["table", "json"], default="table")
@@ -109,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
     g.add_argument("--lowercase", action="store_true")
     g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    g = score.add_argument_group("perplexity options")
+    g.add_argument("--perplexity-model", default="packaged:smollm2",
+                   help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)")
+    g.add_argument("--stride", type=int, help="sliding-window stride for texts longer than the context")
+    g = score.add_argument_group("distillation KL options")
+    g.add_argument("--teacher", help="teacher causal LM (hub id, path or packaged:smollm2)")
+    g.add_argument("--student", help="student causal LM sharing the teacher's vocabulary")
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, help="truncate to the teacher's top k tokens, renormalised")
     score.set_defaults(func=cmd_score)
     return parser
 

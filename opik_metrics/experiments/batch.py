@@ -17,14 +17,25 @@ def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
     return {name: sums[name] / counts[name] for name in sums}
 
 
+def _corpus_result(metric: Any, outputs: Sequence[str], references: Sequence[Sequence[str]] | None,
+                   first_results: list[Any]) -> Any | None:
+    """The corpus-level score of a metric that has one: from per-item results when the metric can
+    aggregate them (perplexity, KL: no second model pass), else from the texts (corpus BLEU)."""
+    if hasattr(metric, "aggregate"):
+        return metric.aggregate(first_results)
+    if hasattr(metric, "corpus_score") and references is not None:
+        return metric.corpus_score(outputs, references)
+    return None
+
+
 def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
                 references: Sequence[Sequence[str]] | None, *, progress: bool = True,
                 chunk_size: int = 256) -> dict[str, Any]:
     """Run each metric's ``score_batch`` over the items.
 
     Returns ``{"items": [{name: value}], "aggregate": {name: mean}, "reasons": [...],
-    "signatures": {...}}``; metrics with ``corpus_score`` (BLEU) add their corpus value to the
-    aggregate.
+    "signatures": {...}}``; metrics with a corpus-level score (corpus BLEU, corpus perplexity)
+    add it to the aggregate.
     """
     n = len(outputs)
     items: list[dict[str, float]] = [{} for _ in range(n)]
@@ -32,12 +43,15 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     signatures: dict[str, str] = {}
     corpus: dict[str, float] = {}
     for metric in metrics:
+        per_metric: list[Any] = []  # each item's first result of this metric, for corpus aggregates
         bar = tqdm(total=n, desc=f"scoring {metric.name}", unit="item", disable=not progress, leave=False)
         for start in range(0, n, chunk_size):
             stop = min(n, start + chunk_size)
             refs = None if references is None else references[start:stop]
             batch = metric.score_batch(outputs[start:stop], refs)
             for k, results in enumerate(batch, start):
+                if results:
+                    per_metric.append(results[0])
                 for res in results:
                     items[k][res.name] = res.value
                     if res.reason:
@@ -47,9 +61,10 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
                         signatures[metric.name] = sig
             bar.update(stop - start)
         bar.close()
-        if hasattr(metric, "corpus_score") and references is not None and n:
-            res = metric.corpus_score(outputs, references)
-            corpus[res.name] = res.value
-            signatures[res.name] = (res.metadata or {}).get("signature", "")
+        if n:
+            corpus_result = _corpus_result(metric, outputs, references, per_metric)
+            if corpus_result is not None:
+                corpus[corpus_result.name] = corpus_result.value
+                signatures[corpus_result.name] = (corpus_result.metadata or {}).get("signature", "")
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures}
