@@ -1,0 +1,89 @@
+"""BERTScore as an Opik metric: BERTPrecision, BERTRecall and BERTF1 per item, equal to
+bert_score 0.3.13's numbers, with concurrent ``score`` calls gathered into batched passes.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..neural.bertscore import BertScore, BertScoreEngine
+from ..neural.microbatch import MicroBatcher
+from .base import ReferenceMetric, ScoreResult
+from .inputs import require_references, require_text
+
+NAMES = ("BERTPrecision", "BERTRecall", "BERTF1")
+
+
+class BERTScore(ReferenceMetric):
+    """BERTScore with bert_score's options and defaults (``model=None``: roberta-large, layer 17,
+    for English); ``idf=True`` needs ``idf_references``, e.g. every reference of the dataset."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        model_type: str | None = None,
+        num_layers: int | None = None,
+        idf: bool = False,
+        idf_references: Sequence[str | Sequence[str]] | None = None,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        lang: str = "en",
+        batch_size: int = 64,
+        device: str | None = None,
+        dtype: str | None = None,
+        name: str = "bertscore",
+        track: bool = True,
+        project_name: str | None = None,
+        max_wait_ms: float = 5.0,
+    ) -> None:
+        if model is not None and model_type is not None and model != model_type:
+            raise ValueError(f"model={model!r} and model_type={model_type!r} disagree; "
+                             "model_type is an alias of model, pass one of them")
+        self.engine = BertScoreEngine(
+            model=model if model is not None else model_type, num_layers=num_layers, lang=lang, idf=idf,
+            idf_references=idf_references, rescale_with_baseline=rescale_with_baseline,
+            baseline_path=baseline_path, batch_size=batch_size, device=device, dtype=dtype,
+        )
+        self.signature = self.engine.signature
+        self._metadata = {"signature": self.signature, **self.engine.settings()}
+        self._batcher: MicroBatcher[tuple[str, list[str]], list[ScoreResult]] = MicroBatcher(
+            self._score_pairs, max_batch=batch_size, max_wait_s=max_wait_ms / 1000.0)
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def score(self, output: str, reference: str | Sequence[str] | None = None,
+              **ignored_kwargs: Any) -> list[ScoreResult]:
+        """Score one output against its reference(s); concurrent calls share one forward pass."""
+        out = require_text(output, "output")
+        refs = require_references(reference, "reference")
+        return self._batcher.submit((out, refs))
+
+    def _score_pairs(self, pairs: list[tuple[str, list[str]]]) -> list[list[ScoreResult]]:
+        return self._score_items([p[0] for p in pairs], [p[1] for p in pairs])
+
+    def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        scored = self.engine.score(outputs, references)
+        return [self._results(s, len(refs)) for s, refs in zip(scored, references)]
+
+    def _results(self, s: BertScore, n_refs: int) -> list[ScoreResult]:
+        metadata = {**self._metadata, "n_references": n_refs, "best_reference": s.best_reference}
+        return [ScoreResult(name=n, value=v, reason=s.reason, metadata=metadata)
+                for n, v in zip(NAMES, (s.precision, s.recall, s.f1))]
+
+    def explain(self, output: str, reference: str | Sequence[str]):
+        """Tokens, similarity matrix and greedy alignment; with several references, the one
+        with the highest F1 is explained (its index is in the explanation's notes)."""
+        out = require_text(output, "output")
+        refs = require_references(reference, "reference")
+        k = 0
+        if len(refs) > 1:
+            k = self.engine.score([out], [refs])[0].best_reference
+        explanation = self.engine.explain(out, refs[k])
+        if len(refs) > 1:
+            from dataclasses import replace
+            explanation = replace(explanation, notes=explanation.notes + (f"explains reference {k} "
+                                                                          "(highest F1)",))
+        return explanation
+
+    def save_heatmap(self, output: str, reference: str | Sequence[str], path: str) -> str:
+        """Write the similarity heatmap of ``output`` vs ``reference`` to a PNG at ``path``."""
+        from ..neural.bertscore_plot import save_heatmap
+        return save_heatmap(self.explain(output, reference), path)
