@@ -26,6 +26,8 @@ METRICS: dict[str, MetricSpec] = {
                         summary="ROUGE-N/L/Lsum/W/S/SU precision, recall, F"),
     "bleu": MetricSpec("bleu", "opik_metrics.metrics.bleu:BLEU",
                        summary="sentence BLEU per item, corpus BLEU in the aggregate"),
+    "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore",
+                            summary="BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)"),
     "perplexity": MetricSpec("perplexity", "opik_metrics.metrics.perplexity:Perplexity", needs_reference=False,
                              summary="perplexity of a causal LM per item, token-weighted corpus perplexity"),
     "distillation_kl": MetricSpec("distillation_kl", "opik_metrics.metrics.distillation:DistillationKL",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .catalog import METRICS, metric_spec
+from .cli_experiments import register as register_experiment_commands
 from .neural.registry import ModelNotAvailableError
 from .table import format_table
 
@@ -27,7 +28,8 @@ def read_lines(path: str, what: str) -> list[str]:
     return text.splitlines()
 
 
-def _metric_kwargs(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def _metric_kwargs(name: str, args: argparse.Namespace,
+                   references: list[list[str]] | None = None) -> dict[str, Any]:
     if name == "rouge":
         kw: dict[str, Any] = {"use_stemmer": args.use_stemmer, "tokenizer": args.rouge_tokenizer,
                               "remove_stopwords": args.remove_stopwords}
@@ -37,6 +39,11 @@ def _metric_kwargs(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if name == "bleu":
         return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
                 "smooth_method": args.smooth_method}
+    if name == "bertscore":
+        return {"model": args.bertscore_model, "num_layers": args.num_layers, "lang": args.lang,
+                "idf": args.idf, "idf_references": references if args.idf else None,
+                "rescale_with_baseline": args.rescale_with_baseline or args.baseline_path is not None,
+                "baseline_path": args.baseline_path, "batch_size": args.batch_size, "device": args.device}
     if name == "perplexity":
         return {"model": args.perplexity_model, "stride": args.stride}
     if name == "distillation_kl":
@@ -67,7 +74,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise CLIError(f"{', '.join(needing)} need --references")
     references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
     try:
-        metrics = [spec.build(track=False, **_metric_kwargs(spec.name, args)) for spec in specs]
+        metrics = [spec.build(track=False, **_metric_kwargs(spec.name, args, references)) for spec in specs]
     except (ValueError, TypeError, ModelNotAvailableError) as exc:
         raise CLIError(str(exc)) from None
     result = score_texts(metrics, outputs, references, progress=not args.no_progress)
@@ -122,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
     g.add_argument("--lowercase", action="store_true")
     g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    g = score.add_argument_group("BERTScore options")
+    _add_bertscore_options(g)
+    g.add_argument("--idf", action="store_true", help="idf weights from every reference in the files")
+    g.add_argument("--rescale-with-baseline", action="store_true",
+                   help="rescale with bert_score's baseline for --lang and the model")
+    g.add_argument("--baseline-path", help="your own baseline file (LAYER,P,R,F lines); implies rescaling")
+    g.add_argument("--batch-size", type=int, default=64)
     g = score.add_argument_group("perplexity options")
     g.add_argument("--perplexity-model", default="packaged:smollm2",
                    help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)")
@@ -132,7 +146,37 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--top-k", type=int, help="truncate to the teacher's top k tokens, renormalised")
     score.set_defaults(func=cmd_score)
+    explain = sub.add_parser("explain", help="BERTScore of one pair, with its token similarity heatmap as a PNG")
+    explain.add_argument("--output", "-o", required=True, help="the candidate text")
+    explain.add_argument("--reference", "-r", required=True, help="the reference text")
+    explain.add_argument("--png", required=True, help="where to write the heatmap")
+    _add_bertscore_options(explain)
+    explain.set_defaults(func=cmd_explain)
+    register_experiment_commands(sub)
     return parser
+
+
+def _add_bertscore_options(group: Any) -> None:
+    group.add_argument("--bertscore-model", help="hub id, local path or packaged:minilm "
+                       "(default: bert_score's model for --lang, roberta-large for English)")
+    group.add_argument("--num-layers", type=int, help="layer whose embeddings are used (default: bert_score's table)")
+    group.add_argument("--lang", default="en")
+    group.add_argument("--device", help="cpu, cuda, ... (default: GPU when present)")
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .metrics.bertscore import BERTScore
+
+    try:
+        metric = BERTScore(model=args.bertscore_model, num_layers=args.num_layers, lang=args.lang,
+                           device=args.device, track=False)
+    except (ValueError, TypeError, ModelNotAvailableError) as exc:
+        raise CLIError(str(exc)) from None
+    results = {r.name: r.value for r in metric.score(args.output, args.reference)}
+    path = metric.save_heatmap(args.output, args.reference, args.png)
+    print(format_table(["score", "value"], list(results.items())))
+    print(f"\nheatmap: {path}\n{metric.signature}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_OPTIONS: dict[str, list[str]] = {
     "rouge": [],
     "bleu": [],
+    "bertscore": ["--bertscore-model", "packaged:minilm"],
     "perplexity": ["--perplexity-model", "packaged:smollm2"],
 }
 

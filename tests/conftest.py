@@ -7,7 +7,11 @@ os.environ["OPIK_ANALYTICS_ENABLE"] = "false"
 os.environ.setdefault("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")  # closed port: fails fast if reached
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import huggingface_hub.constants  # noqa: E402
 import pytest  # noqa: E402
+
+# In case huggingface_hub was imported before this file set the variable (e.g. by a plugin).
+huggingface_hub.constants.HF_HUB_OFFLINE = True
 
 from tests.opik_backend import emulated_backend  # noqa: E402
 
