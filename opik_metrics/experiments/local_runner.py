@@ -1,0 +1,110 @@
+"""Run an experiment into the local store: chunk by chunk, task then metrics, each item committed
+as it finishes; Opik tracing is off (no server: nothing sent, no retries, no wait at exit) and
+the task's spans are kept in the store instead.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from opik.evaluation.metrics.score_result import ScoreResult
+from opik.evaluation.test_case import TestCase
+from opik.evaluation.test_result import TestResult
+from tqdm.auto import tqdm
+
+from .scoring import ExperimentScorer, run_experiment_scorers, score_chunk
+from .spans import collect_spans, tracing_disabled
+from .store import ExperimentStore, StoredItem, StoredScore
+from .summary import ExperimentSummary, item_keys
+from .tasks import Task, prepare_chunk
+
+
+def _run_task(store: ExperimentStore, exp_id: int, task: Task, item: StoredItem) -> None:
+    with collect_spans() as spans:
+        start = time.perf_counter()
+        try:
+            output = task(item.input)
+            if not isinstance(output, dict):
+                raise TypeError(f"the task must return a dict, got {type(output).__name__}")
+        except Exception as exc:
+            store.save_failure(exp_id, item.key, "task", f"{type(exc).__name__}: {exc}", spans,
+                               time.perf_counter() - start)
+            item.status = "failed"
+            return
+    store.save_output(exp_id, item.key, output, spans, time.perf_counter() - start)
+    item.output, item.status = output, "output"
+
+
+def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequence[Any],
+               chunk: list[StoredItem]) -> None:
+    need_task = [item for item in chunk if item.status != "output"]
+    failures = prepare_chunk(task, [item.input for item in need_task])
+    for k, item in enumerate(need_task):
+        if k in failures:
+            store.save_failure(exp_id, item.key, failures[k].stage, failures[k].reason)
+            item.status = "failed"
+        else:
+            _run_task(store, exp_id, task, item)
+    ready = [item for item in chunk if item.status == "output"]
+    if not ready:
+        return
+    start = time.perf_counter()
+    scored = score_chunk(metrics, [{**item.input, **item.output} for item in ready])
+    share = (time.perf_counter() - start) / len(ready)
+    for item, results in zip(ready, scored):
+        store.save_scores(exp_id, item.key, [StoredScore(r.name, metric, r.value, bool(r.scoring_failed),
+                                                         r.reason, dict(r.metadata or {}))
+                                             for metric, r in results], share)
+
+
+def as_test_results(items: Sequence[StoredItem]) -> list[TestResult]:
+    """Opik TestResults from stored items, so experiment-level scorers run as under opik.evaluate."""
+    results = []
+    for item in items:
+        case = TestCase(trace_id=item.key, dataset_item_id=item.key, task_output=item.output or {},
+                        dataset_item_content=item.input, mapped_scoring_inputs={**item.input, **(item.output or {})})
+        scores = [ScoreResult(name=s.name, value=s.value if s.value is not None else 0.0, reason=s.reason,
+                              metadata=s.metadata, scoring_failed=s.failed) for s in item.scores.values()]
+        results.append(TestResult(test_case=case, score_results=scores, trial_id=0))
+    return results
+
+
+def summarize(store: ExperimentStore, name: str) -> ExperimentSummary:
+    """The summary of a stored experiment."""
+    info = store.info(name)
+    failed = store.items(info.id, ["failed"])
+    return ExperimentSummary(
+        name=name, backend="local", dataset=info.dataset, location=str(store.path), items=info.items,
+        failed_items=info.failed_items, scores=info.scores, experiment_scores=info.experiment_scores,
+        failures=[{"item": it.position, "stage": it.failure_stage, "reason": it.failure, "input": it.input}
+                  for it in failed], seconds=info.seconds)
+
+
+def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
+              config: dict, scorers: Sequence[ExperimentScorer], store: ExperimentStore, chunk_size: int = 16,
+              progress: bool = True, retry_failed: bool = False, overwrite: bool = False) -> ExperimentSummary:
+    """Run (or resume) experiment ``name`` over ``items`` into ``store``; see ``run_experiment``."""
+    started = time.perf_counter()
+    exp_id, _ = store.begin(name, dataset_name, config, list(zip(item_keys(items), items)), overwrite)
+    todo = store.items(exp_id, ["pending", "output", *(["failed"] if retry_failed else [])])
+    total = len(store.items(exp_id))
+    status = "interrupted"
+    bar = tqdm(total=total, initial=total - len(todo), desc=f"scoring {name}", unit="item",
+               disable=not progress)
+    try:
+        with tracing_disabled():
+            for start in range(0, len(todo), chunk_size):
+                chunk = todo[start:start + chunk_size]
+                _run_chunk(store, exp_id, task, metrics, chunk)
+                bar.update(len(chunk))
+            scored = store.items(exp_id, ["scored"])
+            corpus = run_experiment_scorers(scorers, as_test_results(scored)) if scored else []
+            store.save_experiment_scores(exp_id, [StoredScore(r.name, "", r.value, bool(r.scoring_failed), r.reason,
+                                                              dict(r.metadata or {})) for r in corpus])
+        status = "finished"
+    finally:
+        bar.close()
+        store.finish(exp_id, status, time.perf_counter() - started)
+    summary = summarize(store, name)
+    summary.resumed_items = total - len(todo)
+    return summary

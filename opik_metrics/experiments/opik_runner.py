@@ -1,0 +1,65 @@
+"""Run an experiment on an Opik server: batch work first, then the Opik dataset (created or
+reused) and ``opik.evaluate`` with the experiment config and experiment-level scores.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Sequence
+
+import opik
+
+from .opik_datasets import insert_items
+from .scoring import ExperimentScorer, is_number
+from .summary import ExperimentSummary
+from .tasks import ItemFailure, Task, prepare_chunk
+
+
+def _prepare_all(task: Task, items: Sequence[dict], chunk_size: int) -> dict[int, ItemFailure]:
+    failures: dict[int, ItemFailure] = {}
+    for start in range(0, len(items), chunk_size):
+        chunk_failures = prepare_chunk(task, items[start:start + chunk_size])
+        failures.update({start + k: f for k, f in chunk_failures.items()})
+    return failures
+
+
+def _means(test_results: Sequence[Any]) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for tr in test_results:
+        for s in tr.score_results:
+            if not s.scoring_failed and is_number(s.value):
+                values.setdefault(s.name, []).append(float(s.value))
+    return {name: sum(v) / len(v) for name, v in values.items()}
+
+
+def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
+                config: dict, scorers: Sequence[ExperimentScorer], url: str | None = None,
+                project_name: str | None = None, chunk_size: int = 16, progress: bool = True,
+                task_threads: int = 1, client: Any = None) -> ExperimentSummary:
+    """Items whose batch work failed are left out of the dataset; the config counts them by reason."""
+    started = time.perf_counter()
+    failures = _prepare_all(task, items, chunk_size)
+    good = [item for k, item in enumerate(items) if k not in failures]
+    failed = [{"item": k, "stage": f.stage, "reason": f.reason, "input": items[k]} for k, f in sorted(failures.items())]
+    summary = ExperimentSummary(name=name, backend="opik", dataset=dataset_name, location=url or "",
+                                items=len(items), failed_items=len(failed), failures=failed)
+    if not good:
+        summary.seconds = time.perf_counter() - started
+        return summary
+    client = client or opik.Opik(project_name=project_name)
+    dataset, ids = insert_items(client, dataset_name, good)
+    reasons = Counter(str(f) for f in failures.values())
+    result = opik.evaluate(
+        dataset=dataset, task=task, scoring_metrics=list(metrics), experiment_name=name,
+        project_name=project_name, verbose=1 if progress else 0, task_threads=task_threads,
+        dataset_item_ids=ids, experiment_scoring_functions=list(scorers),
+        experiment_config={**config, "items": len(items), "failed_items": len(failed),
+                           "failure_reasons": dict(reasons.most_common(20))},
+    )
+    summary.failed_items += len(good) - len(result.test_results)
+    summary.scores = _means(result.test_results)
+    summary.experiment_scores = {s.name: (s.value if not s.scoring_failed else None)
+                                 for s in result.experiment_scores}
+    summary.location = result.experiment_url or summary.location
+    summary.seconds = time.perf_counter() - started
+    return summary

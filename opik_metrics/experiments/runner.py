@@ -1,0 +1,82 @@
+"""The experiment runner every pipeline shares: dataset items -> task -> metrics, on an Opik
+server (``opik.evaluate``) when one is configured, else into the local SQLite store.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from .experiment_config import experiment_config
+from .local_runner import run_local
+from .opik_runner import run_on_opik
+from .opik_server import Backend, choose_backend
+from .scoring import ExperimentScorer, experiment_scorers
+from .store import ExperimentStore
+from .summary import ExperimentSummary
+from .tasks import Task
+
+
+def _check_inputs(name: str, dataset_name: str, items: Sequence[dict], metrics: Sequence[Any],
+                  chunk_size: int) -> None:
+    for field, value in (("experiment name", name), ("dataset name", dataset_name)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{field}: expected a non-empty string, got {value!r}")
+    for k, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"item {k}: expected a dict (a dataset item), got {type(item).__name__}")
+    for k, metric in enumerate(metrics):
+        if not callable(getattr(metric, "score", None)) or not getattr(metric, "name", None):
+            raise ValueError(f"metric {k}: expected an Opik metric (with .name and .score), got {metric!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size: expected a positive integer, got {chunk_size!r}")
+
+
+def run_experiment(
+    name: str,
+    items: Sequence[dict],
+    task: Task,
+    metrics: Sequence[Any],
+    *,
+    dataset_name: str,
+    config: Mapping[str, Any] | None = None,
+    scorers: Sequence[ExperimentScorer] | None = None,
+    backend: str | Backend = "auto",
+    store: str | os.PathLike | ExperimentStore | None = None,
+    project_name: str | None = None,
+    chunk_size: int = 16,
+    progress: bool = True,
+    retry_failed: bool = False,
+    overwrite: bool = False,
+) -> ExperimentSummary:
+    """Run ``task`` over ``items`` and score each output with ``metrics``.
+
+    ``task(item) -> dict`` is merged with the item to call each metric, as ``opik.evaluate`` does;
+    a task with ``prepare(items)`` gets each chunk first (batched work, per-item failures).
+    ``config`` (model, settings, data) gets metric signatures and package versions added.
+    ``scorers`` are experiment-level (default: the metrics' ``experiment_score``, e.g. corpus BLEU).
+    ``backend``: "auto" (Opik when configured, else local; an explicit ``store`` means local),
+    "local" or "opik". Locally, a re-run of the same name and config resumes; ``retry_failed``
+    re-runs failed items; ``overwrite`` replaces a stored experiment of that name.
+    """
+    items = list(items)
+    metrics = list(metrics)
+    _check_inputs(name, dataset_name, items, metrics, chunk_size)
+    if store is not None and backend == "auto":
+        backend = "local"
+    chosen = choose_backend(backend)
+    scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
+    full_config = experiment_config(dict(config or {}), metrics)
+    if chosen.kind == "opik":
+        return run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
+                           scorers=scorers, url=chosen.url, project_name=project_name,
+                           chunk_size=chunk_size, progress=progress)
+    owned = not isinstance(store, ExperimentStore)
+    db = ExperimentStore(store) if owned else store
+    try:
+        return run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
+                         scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,
+                         retry_failed=retry_failed, overwrite=overwrite)
+    finally:
+        if owned:
+            db.close()
+

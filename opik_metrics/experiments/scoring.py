@@ -1,0 +1,73 @@
+"""Score items with Opik metrics as ``opik.evaluate`` does (``score(**item, **output)``), but a
+chunk at a time through ``score_batch`` where a metric has one; failures become failed results.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from opik.evaluation.metrics.score_result import ScoreResult
+
+ExperimentScorer = Callable[[list], Any]
+
+
+def as_results(value: Any) -> list[ScoreResult]:
+    """A metric's return value as a list of ScoreResults."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def failed_result(name: str, exc: BaseException) -> ScoreResult:
+    """A failed score, as Opik records one: value 0, ``scoring_failed``, the error as reason."""
+    return ScoreResult(name=name, value=0.0, reason=f"{type(exc).__name__}: {exc}", scoring_failed=True)
+
+
+def _score_one(metric: Any, inputs: dict) -> list[ScoreResult]:
+    try:
+        return as_results(metric.score(**inputs))
+    except Exception as exc:
+        return [failed_result(metric.name, exc)]
+
+
+def _batchable(metric: Any, inputs: Sequence[dict]) -> bool:
+    return hasattr(metric, "score_batch") and all("output" in x for x in inputs)
+
+
+def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tuple[str, ScoreResult]]]:
+    """Per item, every (metric name, ScoreResult); one failing item never fails its neighbours."""
+    per_item: list[list[tuple[str, ScoreResult]]] = [[] for _ in inputs]
+    for metric in metrics:
+        batch = None
+        if inputs and _batchable(metric, inputs):
+            references = [x.get("reference") for x in inputs]
+            refs = references if all(r is not None for r in references) else None
+            try:
+                batch = metric.score_batch([x["output"] for x in inputs], refs)
+            except Exception:
+                batch = None  # score item by item below, so the failure lands on its own item
+            if batch is not None and len(batch) != len(inputs):
+                batch = None
+        for k, item in enumerate(inputs):
+            results = batch[k] if batch is not None else _score_one(metric, item)
+            per_item[k].extend((metric.name, r) for r in results)
+    return per_item
+
+
+def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
+    """Experiment-level scorers the metrics offer (``experiment_score``, e.g. corpus BLEU)."""
+    return [m.experiment_score for m in metrics if callable(getattr(m, "experiment_score", None))]
+
+
+def run_experiment_scorers(scorers: Sequence[ExperimentScorer], test_results: list) -> list[ScoreResult]:
+    """Every experiment-level score; a scorer that raises gives a failed result with its reason."""
+    out: list[ScoreResult] = []
+    for scorer in scorers:
+        try:
+            out.extend(as_results(scorer(test_results)))
+        except Exception as exc:
+            owner = getattr(getattr(scorer, "__self__", None), "name", None) or getattr(scorer, "__name__", "scorer")
+            out.append(failed_result(f"{owner}_experiment_score", exc))
+    return out
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,332 @@
+"""Fetch images by URL robustly: timeouts, retries with backoff on transient errors, a size
+limit, content checks, full PIL decoding, a disk cache keyed by URL (permanent failures cached
+too) and parallel fetches. A failure is a result with its reason, never an exception.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
+
+import requests
+from PIL import Image, ImageOps, UnidentifiedImageError
+from tqdm.auto import tqdm
+
+CACHE_ENV = "OPIK_METRICS_IMAGE_CACHE"
+TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
+_PERMANENT_REASONS = {"host not found", "TLS error", "too many redirects"}  # retrying will not help
+USER_AGENT = "opik-metrics-captioning/0.1 (+https://github.com/comet-ml/opik)"
+
+
+def default_cache_dir() -> Path:
+    """``$OPIK_METRICS_IMAGE_CACHE``, else ``$XDG_CACHE_HOME/opik-metrics/images``."""
+    explicit = os.environ.get(CACHE_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache").expanduser() / "opik-metrics" / "images"
+
+
+@dataclass(frozen=True)
+class FetchedImage:
+    """The outcome for one URL: ``path`` to the verified bytes, or ``error`` with the reason."""
+
+    url: str
+    path: Path | None = None
+    error: str | None = None
+    content_type: str | None = None
+    width: int | None = None
+    height: int | None = None
+    size_bytes: int | None = None
+    from_cache: bool = False
+    attempts: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.path is not None
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for span metadata."""
+        return {"url": self.url, "content_type": self.content_type, "width": self.width, "height": self.height,
+                "bytes": self.size_bytes, "from_cache": self.from_cache, "attempts": self.attempts,
+                "fetch_seconds": round(self.seconds, 4)}
+
+
+class _Permanent(Exception):
+    """A failure that retrying cannot fix (HTTP 404, not an image, too large)."""
+
+
+class _Transient(Exception):
+    """A failure worth retrying (timeout, connection reset, HTTP 503)."""
+
+
+def check_url(url: Any) -> str | None:
+    """Why ``url`` cannot be fetched, or None when it looks fetchable."""
+    if not isinstance(url, str) or not url.strip():
+        return "invalid URL: empty"
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:
+        return f"invalid URL {url!r}: {exc}"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"invalid URL {url!r}: scheme must be http or https"
+    if not parts.hostname:
+        return f"invalid URL {url!r}: no host"
+    return None
+
+
+def _normalise(image: Image.Image) -> Image.Image:
+    image = ImageOps.exif_transpose(image)
+    if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGB", rgba.size, (255, 255, 255))
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def decode_image(data: bytes, max_pixels: int) -> Image.Image:
+    """Bytes to an upright RGB image (EXIF orientation applied, transparency on white), fully decoded.
+
+    Raises ValueError with the reason for bytes that are not a complete, sane image.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as probe:
+                probe.verify()
+            image = Image.open(io.BytesIO(data))
+            if image.width * image.height > max_pixels:
+                raise ValueError(f"image too large: {image.width}x{image.height} pixels (limit {max_pixels})")
+            image.load()
+            return _normalise(image)
+    except UnidentifiedImageError:
+        raise ValueError("not an image (PIL cannot identify the content)") from None
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
+        raise ValueError(f"image too large: {exc}") from None
+    except (OSError, SyntaxError, EOFError) as exc:
+        raise ValueError(f"corrupt or truncated image: {exc}") from None
+
+
+def load_image(path: str | Path, max_pixels: int = 89_478_485) -> Image.Image:
+    """A cached image file as an upright RGB PIL image."""
+    return decode_image(Path(path).read_bytes(), max_pixels)
+
+
+class ImageFetcher:
+    """Fetches images into a disk cache; ``fetch_many`` runs ``workers`` downloads at once.
+
+    ``timeout`` is (connect, read) seconds per attempt, ``total_timeout`` bounds one download
+    (a server trickling bytes); ``retries`` more attempts follow a
+    transient failure, after ``backoff * 2**attempt`` seconds (or the server's Retry-After, capped).
+    """
+
+    def __init__(self, cache_dir: str | Path | None = None, *, timeout: float | tuple[float, float] = (5.0, 15.0),
+                 total_timeout: float = 60.0, retries: int = 2, backoff: float = 0.5, max_backoff: float = 10.0,
+                 max_bytes: int = 20 * 2**20, max_pixels: int = 89_478_485, workers: int = 8,
+                 cache_failures: bool = True, sleep: Callable[[float], None] = time.sleep) -> None:
+        if retries < 0 or workers < 1 or max_bytes < 1:
+            raise ValueError("retries must be >= 0, workers >= 1 and max_bytes >= 1")
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        self.timeout = timeout
+        self.total_timeout = total_timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_bytes = max_bytes
+        self.max_pixels = max_pixels
+        self.workers = workers
+        self.cache_failures = cache_failures
+        self._sleep = sleep
+        self._local = threading.local()
+
+    def settings(self) -> dict[str, Any]:
+        """The fetch settings, for the experiment config."""
+        return {"timeout": self.timeout, "total_timeout": self.total_timeout, "retries": self.retries, "backoff": self.backoff,
+                "max_bytes": self.max_bytes, "max_pixels": self.max_pixels, "workers": self.workers}
+
+    # ---- cache --------------------------------------------------------------------------
+
+    def _paths(self, url: str) -> tuple[Path, Path, Path]:
+        key = hashlib.sha256(url.encode("utf-8")).hexdigest()
+        folder = self.cache_dir / key[:2]
+        return folder / f"{key}.img", folder / f"{key}.json", folder / f"{key}.failed.json"
+
+    @staticmethod
+    def _write_atomic(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _from_cache(self, url: str) -> FetchedImage | None:
+        data_path, meta_path, failed_path = self._paths(url)
+        try:
+            if data_path.is_file() and meta_path.is_file():
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                return FetchedImage(url, data_path, None, meta.get("content_type"), meta.get("width"),
+                                    meta.get("height"), data_path.stat().st_size, from_cache=True)
+            if self.cache_failures and failed_path.is_file():
+                meta = json.loads(failed_path.read_text(encoding="utf-8"))
+                return FetchedImage(url, None, f"{meta['reason']} (cached failure from {meta['at']})",
+                                    from_cache=True)
+        except (OSError, ValueError, KeyError):
+            return None  # unreadable cache entry: fetch again
+        return None
+
+    # ---- download -----------------------------------------------------------------------
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            session.headers["User-Agent"] = USER_AGENT
+        return session
+
+    def _download(self, url: str) -> tuple[bytes, str | None]:
+        try:
+            response = self._session().get(url, stream=True, timeout=self.timeout)
+        except (requests.Timeout, requests.ConnectionError) as exc:
+            reason = _describe_request_error(exc)
+            raise (_Permanent if reason in _PERMANENT_REASONS else _Transient)(reason) from None
+        except requests.RequestException as exc:
+            raise _Permanent(_describe_request_error(exc)) from None
+        with response:
+            if response.status_code in TRANSIENT_STATUS:
+                raise _Transient(f"HTTP {response.status_code} {response.reason}", _retry_after(response))
+            if response.status_code != 200:
+                raise _Permanent(f"HTTP {response.status_code} {response.reason}".strip())
+            content_type = (response.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if content_type and not content_type.startswith("image/") and content_type not in (
+                    "application/octet-stream", "binary/octet-stream"):
+                raise _Permanent(f"not an image: the server sent Content-Type {content_type}")
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise _Permanent(f"too large: {int(declared)} bytes (limit {self.max_bytes})")
+            body = bytearray()
+            deadline = time.monotonic() + self.total_timeout
+            try:
+                for chunk in response.iter_content(chunk_size=64 * 1024):
+                    body.extend(chunk)
+                    if len(body) > self.max_bytes:
+                        raise _Permanent(f"too large: more than {self.max_bytes} bytes")
+                    if time.monotonic() > deadline:
+                        raise _Transient(f"download slower than {self.total_timeout:g} s")
+            except (requests.Timeout, requests.ConnectionError) as exc:
+                raise _Transient(_describe_request_error(exc)) from None
+            except requests.RequestException as exc:
+                raise _Transient(f"download broke off: {exc}") from None
+            return bytes(body), content_type or None
+
+    def _attempts(self, url: str) -> tuple[bytes, int]:
+        """The body after up to 1 + retries attempts; the last failure's reason otherwise."""
+        for attempt in range(self.retries + 1):
+            try:
+                body, _ = self._download(url)
+                return body, attempt + 1
+            except _Transient as exc:
+                if attempt == self.retries:
+                    tries = f"{attempt + 1} attempt" + ("s" if attempt else "")
+                    raise _Transient(f"{exc.args[0]} (after {tries})") from None
+                retry_after = exc.args[1] if len(exc.args) > 1 and exc.args[1] is not None else None
+                delay = retry_after if retry_after is not None else self.backoff * 2 ** attempt
+                self._sleep(min(delay, self.max_backoff))
+        raise AssertionError("unreachable")
+
+    def fetch(self, url: str) -> FetchedImage:
+        """One URL: from the cache, or downloaded, verified and cached."""
+        start = time.perf_counter()
+        problem = check_url(url)
+        if problem:
+            return FetchedImage(str(url), error=problem)
+        url = url.strip()
+        cached = self._from_cache(url)
+        if cached is not None:
+            return cached
+        attempts = 0
+        try:
+            body, attempts = self._attempts(url)
+            image = decode_image(body, self.max_pixels)
+        except _Transient as exc:  # not cached: may work next time
+            return FetchedImage(url, error=exc.args[0], attempts=self.retries + 1,
+                                seconds=time.perf_counter() - start)
+        except (_Permanent, ValueError) as exc:
+            self._remember_failure(url, str(exc.args[0]))
+            return FetchedImage(url, error=str(exc.args[0]), attempts=attempts or 1,
+                                seconds=time.perf_counter() - start)
+        with Image.open(io.BytesIO(body)) as probe:
+            content_type = probe.get_format_mimetype() or "application/octet-stream"
+        data_path, meta_path, failed_path = self._paths(url)
+        try:
+            self._write_atomic(data_path, body)
+            meta = {"url": url, "content_type": content_type, "width": image.width, "height": image.height,
+                    "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            self._write_atomic(meta_path, json.dumps(meta).encode("utf-8"))
+            failed_path.unlink(missing_ok=True)
+        except OSError as exc:
+            return FetchedImage(url, error=f"cannot write the image cache {self.cache_dir}: {exc}",
+                                attempts=attempts, seconds=time.perf_counter() - start)
+        return FetchedImage(url, data_path, None, content_type, image.width, image.height, len(body),
+                            from_cache=False, attempts=attempts, seconds=time.perf_counter() - start)
+
+    def _remember_failure(self, url: str, reason: str) -> None:
+        if not self.cache_failures:
+            return
+        _, _, failed_path = self._paths(url)
+        record = {"url": url, "reason": reason, "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        try:
+            self._write_atomic(failed_path, json.dumps(record).encode("utf-8"))
+        except OSError:
+            pass  # the failure is still reported; only the cache entry is lost
+
+    def fetch_many(self, urls: Sequence[str], progress: bool = True) -> list[FetchedImage]:
+        """Every URL (each distinct one fetched once), in order; ``workers`` at a time."""
+        distinct = list(dict.fromkeys(str(u) for u in urls))
+        results: dict[str, FetchedImage] = {}
+        with ThreadPoolExecutor(max_workers=min(self.workers, max(1, len(distinct)))) as pool, \
+                tqdm(total=len(distinct), desc="fetching images", unit="image", disable=not progress,
+                     leave=False) as bar:
+            for url, result in zip(distinct, pool.map(self.fetch, distinct)):
+                results[url] = result
+                bar.update(1)
+        return [results[str(u)] for u in urls]
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.strip().isdigit() else None
+
+
+def _describe_request_error(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.ConnectTimeout):
+        return "timed out connecting"
+    if isinstance(exc, requests.ReadTimeout):
+        return "timed out waiting for the server"
+    if isinstance(exc, requests.TooManyRedirects):
+        return "too many redirects"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS error"
+    if isinstance(exc, requests.ConnectionError):
+        text = str(exc).lower()
+        if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+            return "host not found"
+        if "refused" in text:
+            return "connection refused"
+        return "connection failed"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,113 @@
+"""BLIP captioning on Conceptual Captions as one experiment: read rows, choose the backend
+(failing fast when a configured server is down), load the captioner, run task and metrics.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from opik_metrics.catalog import metric_spec
+from opik_metrics.experiments.opik_server import choose_backend
+from opik_metrics.experiments.runner import run_experiment
+from opik_metrics.experiments.summary import ExperimentSummary
+from opik_metrics.neural.captioner import CAPTION_MODEL
+
+from .conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
+from .images import ImageFetcher
+from .task import CaptionTask
+
+DEFAULT_METRICS = ("rouge", "bleu")
+
+
+def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
+    """Exactly one dataset source and a sane limit, checked before anything heavy is loaded."""
+    if (tsv is None) == (hf_dataset is None):
+        raise ValueError("give exactly one dataset source: a TSV (--tsv PATH_OR_URL) or a Hugging Face "
+                         f"dataset (--hf-dataset {HF_DATASET})")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    if isinstance(hf_dataset, str):
+        require_datasets()
+
+
+def read_items(tsv: str | None = None, hf_dataset: str | Any | None = None, split: str = "validation",
+               hf_config: str | None = None, limit: int | None = 100, sample: bool = False,
+               seed: int = 0) -> tuple[list[dict], dict[str, Any]]:
+    """Dataset items from exactly one source, with the data settings for the experiment config."""
+    check_source(tsv, hf_dataset, limit)
+    if tsv is not None:
+        rows = read_tsv(tsv)
+        data = {"source": tsv, "format": "tsv"}
+    else:
+        rows = read_hf(hf_dataset, split=split, config=hf_config)
+        name = hf_dataset if isinstance(hf_dataset, str) else type(hf_dataset).__name__
+        data = {"source": name, "format": "hf", "split": split, "config": hf_config}
+    chosen = take(rows, limit=limit, sample=sample, seed=seed)
+    return [row.as_item() for row in chosen], {**data, "limit": limit, "sample": sample,
+                                               **({"seed": seed} if sample else {})}
+
+
+def default_dataset_name(data: Mapping[str, Any]) -> str:
+    """``conceptual-captions-<file stem>`` for a TSV, ``conceptual-captions-<split>`` for HF."""
+    if data["format"] == "tsv":
+        stem = Path(urlsplit(str(data["source"])).path).name.removesuffix(".gz").removesuffix(".tsv")
+        return f"conceptual-captions-{stem or 'tsv'}"
+    return f"conceptual-captions-{data['split']}"
+
+
+def build_metrics(names: Sequence[str], bertscore_model: str | None = None) -> list[Any]:
+    """Metrics by catalog name; ``bertscore_model`` goes to BERTScore(model=...)."""
+    metrics = []
+    for name in dict.fromkeys(n.lower() for n in names):
+        kwargs = {"model": bertscore_model} if name == "bertscore" and bertscore_model else {}
+        metrics.append(metric_spec(name).build(**kwargs))
+    return metrics
+
+
+def run_captioning(
+    *,
+    experiment: str,
+    tsv: str | None = None,
+    hf_dataset: str | Any | None = None,
+    split: str = "validation",
+    hf_config: str | None = None,
+    limit: int | None = 100,
+    sample: bool = False,
+    seed: int = 0,
+    model: str = CAPTION_MODEL,
+    generation: Mapping[str, Any] | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    batch_size: int = 8,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    bertscore_model: str | None = None,
+    backend: str = "auto",
+    store: str | os.PathLike | None = None,
+    project_name: str | None = None,
+    dataset_name: str | None = None,
+    fetcher: ImageFetcher | None = None,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    retry_failed: bool = False,
+    overwrite: bool = False,
+) -> ExperimentSummary:
+    """Caption Conceptual Captions images with BLIP and score the captions against the references."""
+    from opik_metrics.neural.captioner import BlipCaptioner
+
+    check_source(tsv, hf_dataset, limit)
+    scoring = build_metrics(metrics, bertscore_model)
+    chosen = choose_backend("local" if store is not None and backend == "auto" else backend)
+    captioner = BlipCaptioner(model, generation=generation, device=device, dtype=dtype, batch_size=batch_size)
+    fetcher = fetcher or ImageFetcher()
+    items, data = read_items(tsv, hf_dataset, split, hf_config, limit, sample, seed)
+    if not items:
+        raise ValueError(f"the dataset {data['source']} has no rows")
+    task = CaptionTask(captioner, fetcher, progress=progress)
+    config = {**task.config(), "data": data}
+    return run_experiment(
+        experiment, items, task, scoring, dataset_name=dataset_name or default_dataset_name(data),
+        config=config, backend=chosen, store=store, project_name=project_name,
+        chunk_size=chunk_size or max(4 * batch_size, 2 * fetcher.workers), progress=progress,
+        retry_failed=retry_failed, overwrite=overwrite)

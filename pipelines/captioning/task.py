@@ -1,0 +1,135 @@
+"""The captioning task for the experiment runner: ``prepare`` fetches a chunk's images in
+parallel and captions them in batches; calling the task on one item returns its caption from
+``generate_caption``, an Opik span with the image attached and the model and settings in metadata.
+"""
+from __future__ import annotations
+
+import mimetypes
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from tqdm.auto import tqdm
+
+from opik_metrics.experiments.spans import AttachmentFile, report_span, traced
+from opik_metrics.experiments.tasks import ItemFailure
+
+from .images import FetchedImage, ImageFetcher, load_image
+
+
+class ItemFailedError(RuntimeError):
+    """Raised by the task for an item that cannot be captioned (the reason is the message)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    caption: str
+    image: FetchedImage
+    seconds: float          # this image's share of its batch's generation time
+    batch: int              # images in that batch
+
+
+class CaptionTask:
+    """Captions ``item["image_url"]`` with ``captioner`` (a BlipCaptioner) via ``fetcher``."""
+
+    def __init__(self, captioner: Any, fetcher: ImageFetcher, progress: bool = True) -> None:
+        self.captioner = captioner
+        self.fetcher = fetcher
+        self.progress = progress
+        self._ready: dict[str, _Prepared] = {}
+        self._generate = traced("generate_caption")(self._generate_caption)
+
+    def config(self) -> dict[str, Any]:
+        """The experiment config: model and generation settings as the article logs them, plus
+        ``runtime`` settings that may change when a run resumes."""
+        described = self.captioner.describe()
+        runtime = {k: described.pop(k) for k in ("device", "batch_size") if k in described}
+        for package in ("transformers", "torch"):       # the config's "versions" has them
+            described.pop(package, None)
+        return {**described, "runtime": {**runtime, "fetch": self.fetcher.settings()}}
+
+    # ---- batch work ---------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[dict]) -> dict[int, ItemFailure]:
+        """Fetch and caption what ``items`` need; {index: failure} for those that cannot run."""
+        failures: dict[int, ItemFailure] = {}
+        wanted: dict[str, list[int]] = {}
+        for k, item in enumerate(items):
+            url = item.get("image_url")
+            if item.get("row_problem"):
+                failures[k] = ItemFailure("data", str(item["row_problem"]))
+            elif not isinstance(url, str) or not url.strip():
+                failures[k] = ItemFailure("data", f"item {k}: field 'image_url' missing or empty")
+            elif url not in self._ready:
+                wanted.setdefault(url, []).append(k)
+        urls = list(wanted)
+        fetched = self.fetcher.fetch_many(urls, progress=self.progress)
+        good = []
+        for url, result in zip(urls, fetched):
+            if result.ok:
+                good.append(result)
+            else:
+                failures.update({k: ItemFailure("fetch", result.error or "unknown error") for k in wanted[url]})
+        for url, failure in self._caption(good).items():
+            failures.update({k: failure for k in wanted[url]})
+        return failures
+
+    def _caption(self, images: list[FetchedImage]) -> dict[str, ItemFailure]:
+        """Caption fetched images in batches; a failing batch is retried image by image."""
+        failures: dict[str, ItemFailure] = {}
+        size = self.captioner.batch_size
+        with tqdm(total=len(images), desc="captioning", unit="image", disable=not self.progress,
+                  leave=False) as bar:
+            for start in range(0, len(images), size):
+                batch = images[start:start + size]
+                loaded, usable = [], []
+                for fetched in batch:
+                    try:
+                        loaded.append(load_image(fetched.path, self.fetcher.max_pixels))
+                        usable.append(fetched)
+                    except (OSError, ValueError) as exc:
+                        failures[fetched.url] = ItemFailure("fetch", f"cached image unreadable: {exc}")
+                failures.update(self._generate_batch(usable, loaded))
+                bar.update(len(batch))
+        return failures
+
+    def _generate_batch(self, fetched: list[FetchedImage], images: list[Any]) -> dict[str, ItemFailure]:
+        if not images:
+            return {}
+        start = time.perf_counter()
+        try:
+            captions = self.captioner.caption(images)
+        except Exception as exc:
+            if len(images) == 1:
+                return {fetched[0].url: ItemFailure("caption", f"{type(exc).__name__}: {exc}")}
+            failures: dict[str, ItemFailure] = {}
+            for one, image in zip(fetched, images):
+                failures.update(self._generate_batch([one], [image]))
+            return failures
+        share = (time.perf_counter() - start) / len(images)
+        for one, caption in zip(fetched, captions):
+            self._ready[one.url] = _Prepared(caption, one, share, len(images))
+        return {}
+
+    # ---- per item -----------------------------------------------------------------------
+
+    def _generate_caption(self, image_url: str) -> dict[str, str]:
+        """The traced step: the caption for one image, with the image and the settings on the span."""
+        ready = self._ready[image_url]
+        image = ready.image
+        extension = mimetypes.guess_extension(image.content_type or "") or ".img"
+        report_span(
+            metadata={**self.captioner.describe(), "image": image.describe(),
+                      "generation_seconds": round(ready.seconds, 4), "generation_batch": ready.batch},
+            attachments=[AttachmentFile(str(image.path), f"{image.path.stem[:16]}{extension}",
+                                        image.content_type or "application/octet-stream")])
+        return {"caption": ready.caption}
+
+    def __call__(self, item: dict) -> dict[str, str]:
+        """The task output for one item: ``{"output": caption}`` (metrics read ``reference`` from the item)."""
+        url = item.get("image_url")
+        if url not in self._ready:
+            failures = self.prepare([item])
+            if failures:
+                raise ItemFailedError(str(failures[0]))
+        return {"output": self._generate(url)["caption"]}
