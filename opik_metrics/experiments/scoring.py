@@ -28,8 +28,14 @@ def _score_one(metric: Any, inputs: dict) -> list[ScoreResult]:
         return [failed_result(metric.name, exc)]
 
 
+def _text_field(metric: Any) -> str:
+    """The input a metric scores: ``output``, or its ``text_field`` (e.g. held-out ``text``)."""
+    return getattr(metric, "text_field", "output")
+
+
 def _batchable(metric: Any, inputs: Sequence[dict]) -> bool:
-    return hasattr(metric, "score_batch") and all("output" in x for x in inputs)
+    field = _text_field(metric)
+    return hasattr(metric, "score_batch") and all(field in x for x in inputs)
 
 
 def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tuple[str, ScoreResult]]]:
@@ -41,7 +47,7 @@ def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tup
             references = [x.get("reference") for x in inputs]
             refs = references if all(r is not None for r in references) else None
             try:
-                batch = metric.score_batch([x["output"] for x in inputs], refs)
+                batch = metric.score_batch([x[_text_field(metric)] for x in inputs], refs)
             except Exception:
                 batch = None  # score item by item below, so the failure lands on its own item
             if batch is not None and len(batch) != len(inputs):

@@ -91,3 +91,24 @@ def test_bad_arguments_are_named(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         run_experiment(args.pop("name"), args.pop("items"), args.pop("task"), args.pop("metrics"),
                        dataset_name="d", store=tmp_path / "s.sqlite", progress=False, **args)
+
+
+def test_batch_scoring_honours_a_metrics_text_field():
+    """A metric with ``text_field`` scores that input, in the batched path as item by item."""
+    from opik_metrics.experiments.scoring import score_chunk
+
+    class Length:
+        name = "length"
+        text_field = "text"
+
+        def score(self, output=None, **inputs):
+            from opik.evaluation.metrics.score_result import ScoreResult
+            return [ScoreResult(name="length", value=len(inputs[self.text_field]))]
+
+        def score_batch(self, outputs, references=None):
+            from opik.evaluation.metrics.score_result import ScoreResult
+            return [[ScoreResult(name="length", value=len(o))] for o in outputs]
+
+    inputs = [{"output": "x", "text": "four"}, {"output": "yy", "text": "sixsix"}]
+    got = [[r.value for _, r in item] for item in score_chunk([Length()], inputs)]
+    assert got == [[4], [6]]
