@@ -4,13 +4,15 @@ ROUGE (and BERTScore when available) of their continuations.
 
     python -m pipelines.distillation [--quick] [--teacher NAME_OR_PATH] [--out DIR]
 
-With an Opik server configured the experiments go to ``opik.evaluate``; without one, per-item
-scores and the experiment config land in ``<out>/distillation_results.json``.
+With an Opik server configured the experiments go to ``opik.evaluate``; without one (or with
+``--store``) they land in the local experiment store (``opik-metrics experiments list``), each
+run replacing the previous one. The training history is written to ``<out>/training_history.json``.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -19,20 +21,24 @@ from typing import Any
 import opik
 import torch
 
+from opik_metrics.experiments.opik_server import Backend, choose_backend
+from opik_metrics.experiments.runner import run_experiment
+from opik_metrics.experiments.spans import traced
+from opik_metrics.experiments.store import STORE_ENV
+from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.metrics.distillation import DistillationKL
 from opik_metrics.metrics.perplexity import Perplexity
 from opik_metrics.metrics.rouge import ROUGE
 from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
-from opik_metrics.versions import package_version
 
 from .distillation_data import TRAIN_TEXTS, heldout_items
-from .distillation_experiments import JsonResults, choose_runner
 from .distillation_student import TrainConfig, train_student, truncated_student
 
 QUICK = {"steps": 4, "heldout": 3, "max_new_tokens": 8}
+DATASET_NAME = "opik-metrics-distillation"
 
 
-@opik.track(name="generate_continuation")
+@traced("generate_continuation")
 def generate(model: str, prompt: str, max_new_tokens: int, device: str | None = None) -> str:
     """Greedy continuation of ``prompt`` by the model called ``model`` (loaded once, cached)."""
     lm = load_causal_lm(model, device=device)
@@ -72,61 +78,68 @@ def build_student(teacher: CausalLM, args: argparse.Namespace, out: Path) -> tup
     return str(folder), history
 
 
-def run(args: argparse.Namespace) -> Path:
-    """The whole pipeline; returns the results file."""
-    runner, why = choose_runner(args.backend, args.project_name)
+def run(args: argparse.Namespace) -> list[ExperimentSummary]:
+    """The whole pipeline; returns the two experiments' summaries (teacher, student)."""
+    backend = choose_backend("local" if args.store and args.backend == "auto" else args.backend)
     was_tracing = opik.is_tracing_active()
-    opik.set_tracing_active(runner.backend == "opik")  # no server: @opik.track must not try to send
+    opik.set_tracing_active(backend.kind == "opik")  # no server: training's @opik.track must not send
     try:
-        return _run(args, runner, why)
+        return _run(args, backend)
     finally:
         opik.set_tracing_active(was_tracing)
 
 
-def _run(args: argparse.Namespace, runner: Any, why: str) -> Path:
+def _run(args: argparse.Namespace, backend: Backend) -> list[ExperimentSummary]:
     out = Path(args.out)
     started = time.time()
     teacher = load_causal_lm(args.teacher, device=args.device)
     student_dir, history = build_student(teacher, args, out)
+    history_path = out / "training_history.json"
+    history_path.write_text(json.dumps(history, indent=2), encoding="utf-8")
     student = load_causal_lm(student_dir, device=args.device)  # through from_pretrained, as a user would
     items = heldout_items(QUICK["heldout"] if args.quick else None)
-    bertscore, bertscore_note = _bertscore(args, runner.backend == "opik")
+    bertscore, bertscore_note = _bertscore(args, backend.kind == "opik")
     run_config = {
-        "teacher": args.teacher, "teacher_signature": teacher.signature, "student": student_dir,
+        "teacher": args.teacher, "teacher_signature": teacher.signature,
         "student_layers": args.student_layers, "teacher_layers": teacher.model.config.num_hidden_layers,
         "train": {"texts": len(TRAIN_TEXTS), "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
                   "temperature": args.temperature, "alpha": args.alpha, "seed": args.seed},
         "heldout_items": len(items), "max_new_tokens": args.max_new_tokens, "quick": args.quick,
-        "backend": runner.backend, "backend_reason": why, "bertscore": bertscore_note,
-        "versions": {p: package_version(p) for p in ("opik-metrics", "opik", "torch", "transformers")},
+        "bertscore": bertscore_note,
     }
-    results = JsonResults(out / "distillation_results.json", run_config)
-    results.set("training", history)
+    runtime = {"backend": backend.kind, "backend_reason": backend.reason}
+    training = {"student_dir": student_dir, "training_history": str(history_path),
+                "training_wall_s": round(time.time() - started, 2)}
+    summaries = []
     for role, lm in (("teacher", teacher), ("student", student)):
-        record = run_experiment(runner, role, lm, teacher, items, bertscore, args, run_config)
-        results.add(record)
-        print(f"{role}: " + ", ".join(f"{k}={v:.4g}" for k, v in record.experiment_scores.items() if v is not None))
-    results.set("wall_s", round(time.time() - started, 2))
-    if runner.backend == "opik":
+        summary = run_model_experiment(backend, role, lm, teacher, items, bertscore, args, run_config,
+                                       {**runtime, **(training if role == "student" else {})})
+        summaries.append(summary)
+        scores = ", ".join(f"{k}={v:.4g}" for k, v in summary.experiment_scores.items() if v is not None)
+        failed = f", {summary.failed_items} failed" if summary.failed_items else ""
+        print(f"{summary.name}: {scores} ({summary.items} items{failed})")
+    if backend.kind == "opik":
         opik.flush_tracker()
-    return results.write()
+    return summaries
 
 
-def run_experiment(runner: Any, role: str, lm: CausalLM, teacher: CausalLM, items: list[dict],
-                   bertscore: Any | None, args: argparse.Namespace, run_config: dict):
+def run_model_experiment(backend: Backend, role: str, lm: CausalLM, teacher: CausalLM, items: list[dict],
+                         bertscore: Any | None, args: argparse.Namespace, run_config: dict,
+                         runtime: dict) -> ExperimentSummary:
     """One experiment for one model: its continuations of the prompts, perplexity of the held-out
     text, KL(teacher || model) on it, ROUGE (and BERTScore) of the continuations."""
-    track = runner.backend == "opik"
+    track = backend.kind == "opik"
     ppl = Perplexity(model=lm, text_field="text", track=track)
     kl = DistillationKL(teacher=teacher, student=lm, temperature=args.temperature, text_field="text", track=track)
     metrics = [ppl, kl, ROUGE(track=track)] + ([bertscore] if bertscore is not None else [])
-    config = {"role": role, "model": lm.name, "perplexity_signature": ppl.signature, "kl_signature": kl.signature,
-              **{k: run_config[k] for k in ("teacher", "student_layers", "train")}}
+    config = {"role": role, "model": lm.name, **run_config, "runtime": runtime}
 
     def task(item: dict) -> dict:
         return {"output": generate(lm.name, item["prompt"], args.max_new_tokens, args.device)}
 
-    return runner.run(f"distillation-{role}", items, task, metrics, config, [ppl.experiment_score, kl.experiment_score])
+    return run_experiment(f"distillation-{role}", items, task, metrics, dataset_name=DATASET_NAME, config=config,
+                          scorers=[ppl.experiment_score, kl.experiment_score], backend=backend, store=args.store,
+                          project_name=args.project_name, progress=not args.no_progress, overwrite=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -143,9 +156,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bertscore-model", default="packaged:minilm")
     p.add_argument("--no-bertscore", action="store_true", help="leave BERTScore out")
     p.add_argument("--backend", choices=["auto", "opik", "local"], default="auto",
-                   help="auto: opik.evaluate when an Opik server answers, else a local JSON results file")
+                   help="auto: opik.evaluate when an Opik server is configured, else the local store")
     p.add_argument("--project-name", default=None, help="Opik project (server runs only)")
-    p.add_argument("--out", default="runs/distillation", help="folder for the student and the results file")
+    p.add_argument("--store", default=None,
+                   help=f"local experiment store (SQLite; default ${STORE_ENV} or the user data folder); "
+                        "implies --backend local unless --backend opik")
+    p.add_argument("--out", default="runs/distillation", help="folder for the student and its training history")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true",
@@ -161,11 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         args.steps = min(args.steps, QUICK["steps"])
         args.max_new_tokens = min(args.max_new_tokens, QUICK["max_new_tokens"])
     try:
-        path = run(args)
-    except (ValueError, RuntimeError) as exc:  # bad options, unloadable models: one clear line
+        summaries = run(args)
+    except (ValueError, RuntimeError) as exc:  # bad options, unloadable models, server down: one clear line
         print(f"distillation: error: {exc}", file=sys.stderr)
         return 2
-    print(f"results: {path}")
+    if summaries[0].backend == "local":
+        print(f"store: {summaries[0].location}")
+    else:
+        print("opik: " + ", ".join(s.location for s in summaries))
     return 0
 
 
