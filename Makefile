@@ -8,6 +8,7 @@ PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export OPIK_ANALYTICS_ENABLE ?= false
+export OPIK_SENTRY_ENABLE ?= false
 
 .PHONY: venv demo test bench clean
 

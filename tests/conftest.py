@@ -4,6 +4,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["OPIK_ANALYTICS_ENABLE"] = "false"
+os.environ["OPIK_SENTRY_ENABLE"] = "false"
 os.environ.setdefault("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")  # closed port: fails fast if reached
 os.environ.setdefault("MPLBACKEND", "Agg")
 
