@@ -6,13 +6,14 @@ loses nothing already scored and a re-run resumes.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from .scoring import is_number
 
 STORE_ENV = "OPIK_METRICS_STORE"
 SCHEMA_VERSION = 1
@@ -112,9 +113,7 @@ def _loads(text: str | None) -> Any:
 
 
 def _finite(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
+    return float(value) if is_number(value) else None
 
 
 def config_identity(config: dict) -> str:

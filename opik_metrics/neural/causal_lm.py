@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..versions import package_version
+from .loading import resolve_device
 from .registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 # Tokenizers without a real limit report a huge sentinel (1e30); anything above this is "none".
@@ -81,10 +82,6 @@ def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedMo
     return "|".join(parts)
 
 
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 _CACHE: dict[tuple, CausalLM] = {}
 _KEY_LOCKS: dict[tuple, threading.Lock] = {}
 _GUARD = threading.Lock()
@@ -93,7 +90,7 @@ _GUARD = threading.Lock()
 def load_causal_lm(name: str, device: str | None = None, dtype: torch.dtype = torch.float32) -> CausalLM:
     """Load (or fetch from the process-wide cache) the causal LM called ``name``."""
     resolved = resolve_model(name)
-    device = device or default_device()
+    device = str(resolve_device(device))
     key = (resolved.source, resolved.gguf_file, str(device), str(dtype))
     with _GUARD:
         if key in _CACHE:

@@ -1,23 +1,12 @@
 """Reproducibility signature of a BLEU configuration, in sacrebleu's format plus our extras."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Optional, Sequence, Union
 
 import sacrebleu
 
+from ..versions import ours as package_version
 from .bleu_formula import SMOOTH_DEFAULTS
-
-
-@lru_cache(maxsize=1)
-def package_version() -> str:
-    """The installed opik_metrics version (``unknown`` when running from an uninstalled tree)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("opik-metrics")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def bleu_signature(
