@@ -1,0 +1,1 @@
+"""Comparing two systems on the same items: paired bootstrap statistics and reports."""

@@ -1,0 +1,344 @@
+"""Seeded bootstrap statistics for comparing two systems scored on the same items.
+
+Resample indices are drawn exactly as sacrebleu draws them (``numpy.random.default_rng(seed)``,
+``choice`` with replacement, one row per resample), so that with the same seed and number of
+resamples our confidence intervals and paired p-values line up with sacrebleu's paired bootstrap.
+This module knows nothing of Opik, files or stores: numpy arrays and the BLEU engine only.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Optional, Protocol, Sequence
+
+import numpy as np
+
+from opik_metrics.text.bleu import BLEUScorer
+from opik_metrics.text.bleu_types import BLEUStats
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "CorpusBLEUStatistic",
+    "Interval",
+    "MeanStatistic",
+    "PairedResult",
+    "Statistic",
+    "bootstrap_interval",
+    "paired_bootstrap",
+    "resample_indices",
+    "wins_ties_losses",
+]
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 12345  # sacrebleu's default SACREBLEU_SEED
+DEFAULT_CONFIDENCE = 0.95
+
+#: Upper bound on the elements of one temporary (resamples x items) block, to bound memory.
+_CHUNK_ELEMENTS = 1 << 22
+
+#: The ``note`` of a paired result whose two systems score exactly the same on the full sample.
+NO_DIFFERENCE_NOTE = "no observed difference"
+
+
+class Statistic(Protocol):
+    """A number computed from n items that can be recomputed on resampled item sets."""
+
+    n_items: int
+    value: float
+
+    def resampled(self, idx: np.ndarray) -> np.ndarray:
+        """The statistic on each row of ``idx`` (shape (R, n_items)): an (R,) array."""
+        ...
+
+
+# -- validation -----------------------------------------------------------------------------
+
+
+def _check_int(value: object, name: str, minimum: int) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` (bools are not counts)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_confidence(confidence: object) -> float:
+    """The confidence level as a float strictly between 0 and 1."""
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    value = float(confidence)
+    if not 0.0 < value < 1.0:  # also rejects NaN
+        raise ValueError(f"confidence must be in (0, 1) (e.g. 0.95), got {confidence!r}")
+    return value
+
+
+def _finite_values(values: object, name: str) -> np.ndarray:
+    """A non-empty 1-D float64 copy of ``values``; names the first NaN/inf index if any."""
+    try:
+        array = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D sequence of numbers: {exc}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per item), got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty; at least one item is needed")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{name}[{k}] is {float(array[k])!r}; every value must be finite")
+    return array
+
+
+def _check_indices(idx: object, n_items: int) -> np.ndarray:
+    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1."""
+    array = np.asarray(idx)
+    if array.ndim != 2:
+        raise ValueError(f"idx must be a 2-D (resamples, items) index matrix, got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"idx must hold integer item indices, got dtype {array.dtype}")
+    if array.shape[0] < 1:
+        raise ValueError("idx has no rows; at least one resample is needed")
+    if array.shape[1] != n_items:
+        raise ValueError(
+            f"idx has {array.shape[1]} columns but the statistic has {n_items} items; "
+            "draw the indices with resample_indices(n_items, ...)"
+        )
+    if array.min() < 0 or array.max() >= n_items:
+        raise ValueError(f"idx holds item indices outside [0, {n_items - 1}]")
+    return array
+
+
+def _rows_per_chunk(n_items: int) -> int:
+    """How many resamples to process at once so that a block stays near _CHUNK_ELEMENTS."""
+    return max(1, _CHUNK_ELEMENTS // n_items)
+
+
+# -- resampling -----------------------------------------------------------------------------
+
+
+def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
+                     seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Bootstrap item indices, shape (n_resamples, n_items), drawn with replacement.
+
+    The same draw as sacrebleu's paired bootstrap for the same seed, so results are comparable.
+    """
+    n_items = _check_int(n_items, "n_items", 1)
+    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    seed = _check_int(seed, "seed", 0)
+    rng = np.random.default_rng(seed)
+    return rng.choice(n_items, size=(n_resamples, n_items), replace=True)
+
+
+class MeanStatistic:
+    """The mean of per-item values (e.g. sentence scores), recomputed on each resample."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self._values = _finite_values(values, "values")
+        self._values.flags.writeable = False
+        self.n_items = int(self._values.size)
+        self.value = float(self._values.mean())
+
+    @property
+    def values(self) -> np.ndarray:
+        """The per-item values (read-only)."""
+        return self._values
+
+    def resampled(self, idx: np.ndarray) -> np.ndarray:
+        """The mean of each resample (row of ``idx``), an (R,) array."""
+        idx = _check_indices(idx, self.n_items)
+        out = np.empty(idx.shape[0], dtype=np.float64)
+        step = _rows_per_chunk(self.n_items)
+        for start in range(0, idx.shape[0], step):
+            out[start:start + step] = self._values[idx[start:start + step]].mean(axis=1)
+        return out
+
+    def __repr__(self) -> str:
+        return f"MeanStatistic(n_items={self.n_items}, value={self.value!r})"
+
+
+class CorpusBLEUStatistic:
+    """Corpus BLEU, recomputed on each resample from the summed per-item sufficient statistics.
+
+    Resampled sums are built as (how often each item is drawn) @ (items x statistics) in integer
+    arithmetic, chunk by chunk, never materialising the (R x n x F) gathered statistics.
+    """
+
+    def __init__(self, stats: Sequence[BLEUStats], scorer: BLEUScorer) -> None:
+        if not isinstance(scorer, BLEUScorer):
+            raise ValueError(f"scorer must be a BLEUScorer, got {type(scorer).__name__}")
+        items = list(stats)
+        if not items:
+            raise ValueError("stats is empty; at least one item's BLEUStats is needed")
+        order = scorer.max_ngram_order
+        rows = []
+        for i, item in enumerate(items):
+            if not isinstance(item, BLEUStats):
+                raise ValueError(f"stats[{i}] must be BLEUStats, got {type(item).__name__}")
+            if len(item.correct) != order or len(item.total) != order:
+                raise ValueError(
+                    f"stats[{i}] has {len(item.correct)} n-gram orders, the scorer uses {order}"
+                )
+            rows.append((*item.correct, *item.total, item.sys_len, item.ref_len))
+        self._order = order
+        self._scorer = scorer
+        self._matrix = np.array(rows, dtype=np.int64)  # (n, 2 * order + 2)
+        if self._matrix.min() < 0:
+            k = int(np.flatnonzero((self._matrix < 0).any(axis=1))[0])
+            raise ValueError(f"stats[{k}] holds a negative count")
+        self._matrix.flags.writeable = False
+        self.n_items = len(items)
+        self.value = scorer.compute(sum(items), sentence=False).score
+
+    def _score(self, row: list[int]) -> float:
+        """Corpus BLEU of one summed statistics row."""
+        o = self._order
+        summed = BLEUStats(tuple(row[:o]), tuple(row[o:2 * o]), row[2 * o], row[2 * o + 1])
+        return self._scorer.compute(summed, sentence=False).score
+
+    def resampled(self, idx: np.ndarray) -> np.ndarray:
+        """Corpus BLEU of each resample (row of ``idx``), an (R,) array."""
+        idx = _check_indices(idx, self.n_items)
+        n = self.n_items
+        out = np.empty(idx.shape[0], dtype=np.float64)
+        step = _rows_per_chunk(n)
+        for start in range(0, idx.shape[0], step):
+            block = idx[start:start + step]
+            rows = block.shape[0]
+            # counts[r, i]: how many times resample r drew item i (offset each row into its own bins)
+            offsets = np.arange(rows, dtype=np.int64)[:, None] * n
+            counts = np.bincount((block + offsets).ravel(), minlength=rows * n).reshape(rows, n)
+            sums = counts @ self._matrix  # int64: exact
+            out[start:start + rows] = [self._score(row) for row in sums.tolist()]
+        return out
+
+    def __repr__(self) -> str:
+        return f"CorpusBLEUStatistic(n_items={self.n_items}, value={self.value!r})"
+
+
+# -- intervals and the paired test ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A percentile bootstrap confidence interval around a full-sample estimate."""
+
+    estimate: float  # the statistic on the full sample
+    low: float
+    high: float
+    confidence: float
+    resampled_mean: float  # mean of the statistic over the resamples
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Paired bootstrap comparison of a system with a baseline on the same items."""
+
+    baseline: float
+    system: float
+    delta: float  # system - baseline
+    delta_low: float
+    delta_high: float
+    p_value: float
+    confidence: float
+    resamples: int
+    note: Optional[str] = None
+
+
+def _tail_rank(n_resamples: int, confidence: float) -> int:
+    """Order-statistic rank k of the lower bound: floor(R * (1 - confidence) / 2).
+
+    Tolerates float noise (R=1000, 0.9 gives 49.99999999999999, meaning 50); k <= (R - 1) // 2.
+    """
+    x = n_resamples * (1.0 - confidence) / 2.0
+    nearest = round(x)
+    k = nearest if abs(x - nearest) <= 1e-9 * max(1.0, x) else math.floor(x)
+    return min(int(k), (n_resamples - 1) // 2)
+
+
+def _percentile_bounds(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Low and high order statistics (ranks k and R-1-k) of the resampled values."""
+    ordered = np.sort(values)
+    k = _tail_rank(ordered.size, confidence)
+    return float(ordered[k]), float(ordered[ordered.size - 1 - k])
+
+
+def bootstrap_interval(statistic: Statistic, idx: np.ndarray,
+                       confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Percentile interval of ``statistic`` over the resamples in ``idx`` (as sacrebleu's estimate_ci).
+
+    With R resamples the bounds are the sorted values at ranks k and R-1-k,
+    k = floor(R * (1 - confidence) / 2): 25 and 974 for R=1000 at 95%.
+    """
+    confidence = _check_confidence(confidence)
+    idx = _check_indices(idx, statistic.n_items)
+    values = np.asarray(statistic.resampled(idx), dtype=np.float64)
+    low, high = _percentile_bounds(values, confidence)
+    return Interval(float(statistic.value), low, high, confidence, float(values.mean()))
+
+
+def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
+                     confidence: float = DEFAULT_CONFIDENCE) -> PairedResult:
+    """Paired bootstrap test of system vs baseline on the same resamples (sacrebleu's ``paired-bs``).
+
+    p-value: the share of resamples whose centred absolute difference exceeds the observed one,
+    with the +1 correction; the delta interval is the percentile interval of system - baseline.
+    """
+    confidence = _check_confidence(confidence)
+    if baseline.n_items != system.n_items:
+        raise ValueError(
+            f"baseline has {baseline.n_items} items but system has {system.n_items}; "
+            "a paired test needs both scored on the same items"
+        )
+    idx = _check_indices(idx, baseline.n_items)
+    n_resamples = idx.shape[0]
+    baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
+    system_r = np.asarray(system.resampled(idx), dtype=np.float64)
+    baseline_value, system_value = float(baseline.value), float(system.value)
+
+    delta_low, delta_high = _percentile_bounds(system_r - baseline_r, confidence)
+    observed = abs(system_value - baseline_value)
+    note = None
+    if observed == 0.0:
+        # Departure from sacrebleu (which gives 1/(R+1) here): no observed difference is never significant.
+        p_value, note = 1.0, NO_DIFFERENCE_NOTE
+    else:
+        spread = np.abs(system_r - baseline_r)
+        centred = spread - spread.mean()  # the null: resampled differences shifted to mean zero
+        exceed = int(np.count_nonzero(centred > observed))
+        p_value = (exceed + 1) / (n_resamples + 1)
+    return PairedResult(
+        baseline=baseline_value,
+        system=system_value,
+        delta=system_value - baseline_value,
+        delta_low=delta_low,
+        delta_high=delta_high,
+        p_value=p_value,
+        confidence=confidence,
+        resamples=n_resamples,
+        note=note,
+    )
+
+
+def wins_ties_losses(baseline_values: Sequence[float], system_values: Sequence[float],
+                     higher_is_better: bool = True, tolerance: float = 1e-9) -> tuple[int, int, int]:
+    """Per-item (wins, ties, losses) of the system against the baseline; |diff| <= tolerance ties."""
+    baseline = _finite_values(baseline_values, "baseline_values")
+    system = _finite_values(system_values, "system_values")
+    if baseline.size != system.size:
+        raise ValueError(
+            f"baseline_values has {baseline.size} items but system_values has {system.size}; "
+            "they must score the same items"
+        )
+    if not isinstance(higher_is_better, (bool, np.bool_)):
+        raise ValueError(f"higher_is_better must be a bool, got {higher_is_better!r}")
+    if (isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real)
+            or not math.isfinite(tolerance) or tolerance < 0):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    gain = system - baseline if higher_is_better else baseline - system
+    wins = int(np.count_nonzero(gain > tolerance))
+    losses = int(np.count_nonzero(gain < -tolerance))
+    return wins, baseline.size - wins - losses, losses
