@@ -1,0 +1,297 @@
+"""Compare experiments item by item: per-metric means (and corpus scores) with seeded bootstrap
+confidence intervals, paired bootstrap significance on shared items, wins/ties/losses, the items
+that differ most, and failed items. The result is a plain JSON-able dict (schema below).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import combinations
+from typing import Any, Sequence
+
+from ..versions import ours, package_version
+from .bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusBLEUStatistic,
+                        MeanStatistic, bootstrap_interval, paired_bootstrap, resample_indices,
+                        wins_ties_losses)
+from .corpus import (CORPUS_BLEU, CORPUS_PERPLEXITY, PERPLEXITY, SENTENCE_BLEU, PooledPerplexity,
+                     corpus_bleu_scorer, item_bleu_stats, item_perplexity_sums)
+from .records import ExperimentRecords, ItemRecord
+
+SCHEMA = "opik-metrics/compare/1"
+TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
+_LOWER_IS_BETTER = ("perplexity", "kl")
+_PARTS_HIDDEN = ("_precision", "_recall", "BERTPrecision", "BERTRecall")
+_CORPUS_OF = {SENTENCE_BLEU: CORPUS_BLEU, PERPLEXITY: CORPUS_PERPLEXITY}
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """How to compare: resamples and seed of the bootstrap, confidence, items listed, ties, metrics."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+    top_k: int = 5
+    tie_tolerance: float = 1e-9
+    metrics: tuple[str, ...] | None = None   # None: every score but precision/recall parts
+    all_scores: bool = False                 # also the precision/recall parts
+
+    @property
+    def alpha(self) -> float:
+        return round(1.0 - self.confidence, 12)
+
+    def check(self) -> None:
+        if not isinstance(self.resamples, int) or self.resamples < 1:
+            raise ValueError(f"resamples: expected a positive integer, got {self.resamples!r}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"top_k: expected a non-negative integer, got {self.top_k!r}")
+
+
+def lower_is_better(name: str) -> bool:
+    """Perplexity and KL divergences are better when lower; every other score when higher."""
+    lowered = name.lower()
+    return any(part in lowered for part in _LOWER_IS_BETTER)
+
+
+def compare_experiments(experiments: Sequence[ExperimentRecords], settings: CompareSettings = CompareSettings(),
+                        source: str | None = None, created_at: str | None = None) -> dict[str, Any]:
+    """The comparison of ``experiments`` (the first is the baseline of each pair it is in)."""
+    settings.check()
+    _check_experiments(experiments)
+    metrics = _select_metrics(experiments, settings)
+    scores = {m["name"]: _metric_scores(m, experiments, settings) for m in metrics}
+    pairs = [_pair(a, b, metrics, settings) for a, b in combinations(experiments, 2)]
+    tests = sum(1 for p in pairs for entry in p["metrics"].values() if entry["p_value"] is not None)
+    return {
+        "schema": SCHEMA,
+        "created_at": created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": source or experiments[0].source,
+        "settings": {"resamples": settings.resamples, "seed": settings.seed, "confidence": settings.confidence,
+                     "alpha": settings.alpha, "tie_tolerance": settings.tie_tolerance, "top_k": settings.top_k,
+                     "test": TEST_NAME},
+        "versions": {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
+                    | {"opik-metrics": ours()},
+        "experiments": [_experiment_entry(e) for e in experiments],
+        "metrics": metrics,
+        "scores": scores,
+        "pairs": pairs,
+        "failed_items": {e.name: [_failed_entry(item) for item in e.failed_items] for e in experiments},
+        "notes": _notes(experiments, metrics, scores, tests, settings),
+    }
+
+
+def _check_experiments(experiments: Sequence[ExperimentRecords]) -> None:
+    if len(experiments) < 2:
+        raise ValueError(f"compare needs at least two experiments, got {len(experiments)}")
+    names = [e.name for e in experiments]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"experiment names must differ; repeated: {', '.join(repeated)}")
+
+
+# ---- metrics ------------------------------------------------------------------------------
+
+def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> list[dict]:
+    item_names: dict[str, None] = {}
+    for e in experiments:
+        item_names.update(dict.fromkeys(e.score_names()))
+    available: list[tuple[str, str]] = []
+    for name in item_names:
+        available.append((name, "mean"))
+        corpus = _CORPUS_OF.get(name)
+        if corpus and any(_corpus_values(corpus, e.items) for e in experiments):
+            available.append((corpus, "corpus"))
+    if settings.metrics:
+        known = {name: kind for name, kind in available}
+        unknown = [m for m in settings.metrics if m not in known]
+        if unknown:
+            raise ValueError(f"metric {', '.join(unknown)} is in none of the experiments; "
+                             f"they have: {', '.join(known) or 'no scores'}")
+        chosen = [(m, known[m]) for m in dict.fromkeys(settings.metrics)]
+    else:
+        chosen = [(n, k) for n, k in available if settings.all_scores or not n.endswith(_PARTS_HIDDEN)]
+    if not chosen:
+        raise ValueError("the experiments have no scores to compare")
+    return [{"name": name, "kind": kind, "higher_is_better": not lower_is_better(name),
+             "scale": "log" if "perplexity" in name.lower() else "linear",
+             "signature": _signature(name, experiments)} for name, kind in chosen]
+
+
+def _signature(score: str, experiments: Sequence[ExperimentRecords]) -> str | None:
+    """The signature the scores carry (metadata), else the experiment config's metric signature."""
+    base = score.removeprefix("corpus_")
+    for e in experiments:
+        if score in e.experiment_score_metadata and e.experiment_score_metadata[score].get("signature"):
+            return str(e.experiment_score_metadata[score]["signature"])
+        for item in e.items:
+            signature = item.metadata.get(base, {}).get("signature")
+            if signature:
+                return str(signature)
+    for e in experiments:
+        for metric, signature in (e.config.get("metrics") or {}).items():
+            if base.lower().startswith(str(metric).lower()):
+                return str(signature)
+    return None
+
+
+def _corpus_values(name: str, items: Sequence[ItemRecord]) -> list:
+    extract = item_bleu_stats if name == CORPUS_BLEU else item_perplexity_sums
+    return [v for v in (extract(item) for item in items if not item.failed) if v is not None]
+
+
+def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
+    """The statistic of ``metric`` over ``items`` (in that order) of ``experiment``."""
+    name = metric["name"]
+    if metric["kind"] == "mean":
+        return MeanStatistic([item.scores[name] for item in items])
+    if name == CORPUS_BLEU:
+        scorer, _ = corpus_bleu_scorer(experiment)
+        return CorpusBLEUStatistic([item_bleu_stats(item) for item in items], scorer)
+    return PooledPerplexity([item_perplexity_sums(item) for item in items])
+
+
+def _has(metric: dict, item: ItemRecord) -> bool:
+    if item.failed:
+        return False
+    name = metric["name"]
+    if metric["kind"] == "mean":
+        return name in item.scores
+    extract = item_bleu_stats if name == CORPUS_BLEU else item_perplexity_sums
+    return extract(item) is not None
+
+
+def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> dict:
+    out = {}
+    for e in experiments:
+        items = [item for item in e.items if _has(metric, item)]
+        if not items:
+            continue
+        stat = _statistic(metric, e, items)
+        interval = bootstrap_interval(stat, resample_indices(len(items), settings.resamples, settings.seed),
+                                      settings.confidence)
+        entry = {"value": stat.value, "low": interval.low, "high": interval.high, "n": len(items),
+                 "failed": len(e.items) - len(items) + e.failed_elsewhere,
+                 "values": [item.scores[metric["name"]] for item in items] if metric["kind"] == "mean" else []}
+        if metric["kind"] == "corpus":
+            entry["recorded"] = e.experiment_scores.get(metric["name"])
+        out[e.name] = entry
+    return out
+
+
+# ---- pairs --------------------------------------------------------------------------------
+
+def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Sequence[dict],
+          settings: CompareSettings) -> dict:
+    base_items = {item.key: item for item in baseline.items}
+    shared = [(base_items[item.key], item) for item in system.items
+              if item.key in base_items and not item.failed and not base_items[item.key].failed]
+    shared.sort(key=lambda pair: pair[0].position)
+    return {"baseline": baseline.name, "system": system.name, "shared_items": len(shared),
+            "config_differences": _config_differences(baseline.config, system.config),
+            "metrics": {m["name"]: _pair_metric(m, baseline, system, shared, settings) for m in metrics}}
+
+
+def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRecords,
+                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> dict:
+    both = [(a, b) for a, b in shared if _has(metric, a) and _has(metric, b)]
+    empty = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
+             "p_value": None, "significant": False, "better": None, "n": 0, "wins": None, "ties": None,
+             "losses": None, "differences": [], "largest_differences": []}
+    if not both:
+        return {**empty, "note": "no shared item has this score in both experiments"}
+    idx = resample_indices(len(both), settings.resamples, settings.seed)
+    result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both]),
+                              _statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
+    significant = result.p_value < settings.alpha
+    higher = metric["higher_is_better"]
+    better = None
+    if significant:
+        better = system.name if (result.delta > 0) == higher else baseline.name
+    entry = {**empty, "baseline": result.baseline, "system": result.system, "delta": result.delta,
+             "delta_low": result.delta_low, "delta_high": result.delta_high, "p_value": result.p_value,
+             "significant": significant, "better": better, "n": len(both), "note": result.note}
+    if metric["kind"] == "mean":
+        name = metric["name"]
+        a_values = [a.scores[name] for a, _ in both]
+        b_values = [b.scores[name] for _, b in both]
+        wins, ties, losses = wins_ties_losses(a_values, b_values, higher, settings.tie_tolerance)
+        entry.update(wins=wins, ties=ties, losses=losses,
+                     differences=[b - a for a, b in zip(a_values, b_values)],
+                     largest_differences=_largest(both, name, settings.top_k))
+    return entry
+
+
+def _largest(both: Sequence[tuple[ItemRecord, ItemRecord]], name: str, top_k: int) -> list[dict]:
+    ranked = sorted(both, key=lambda ab: (-abs(ab[1].scores[name] - ab[0].scores[name]), ab[0].position))
+    return [{"key": a.key, "position": a.position, "input": input_text(a.input),
+             "baseline_output": a.text(), "system_output": b.text(), "baseline_score": a.scores[name],
+             "system_score": b.scores[name], "delta": b.scores[name] - a.scores[name]}
+            for a, b in ranked[:top_k] if b.scores[name] != a.scores[name]]
+
+
+def _config_differences(a: dict, b: dict) -> dict[str, list]:
+    """Top-level config entries that differ (run-time settings and versions aside)."""
+    keys = [k for k in dict.fromkeys([*a, *b]) if k not in ("runtime",)]
+    return {k: [a.get(k), b.get(k)] for k in keys if _json(a.get(k)) != _json(b.get(k))}
+
+
+# ---- experiments, failures, notes ---------------------------------------------------------
+
+def input_text(item_input: dict) -> str:
+    """An item's input as one readable line: its text fields, ``name: value`` joined by `` | ``."""
+    parts = []
+    for key, value in item_input.items():
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = " / ".join(value)
+        parts.append(f"{key}: {value if isinstance(value, str) else _json(value)}")
+    return " | ".join(parts)
+
+
+def _experiment_entry(e: ExperimentRecords) -> dict:
+    scored = sum(1 for item in e.items if not item.failed)
+    return {"name": e.name, "dataset": e.dataset, "status": e.status, "items": len(e.items) + e.failed_elsewhere,
+            "scored_items": scored, "failed_items": len(e.items) - scored + e.failed_elsewhere,
+            "model": e.model(), "source": e.source, "config": e.config,
+            "experiment_scores": e.experiment_scores}
+
+
+def _failed_entry(item: ItemRecord) -> dict:
+    return {"key": item.key, "position": item.position, "stage": item.stage, "reason": item.reason,
+            "input": input_text(item.input)}
+
+
+def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], scores: dict, tests: int,
+           settings: CompareSettings) -> list[str]:
+    notes = []
+    if tests > 1:
+        notes.append(f"p-values are not corrected for multiple comparisons: this report makes {tests} tests; "
+                     f"with a Bonferroni correction a difference is significant at p < {settings.alpha / tests:.2g}")
+    datasets = sorted({e.dataset for e in experiments})
+    if len(datasets) > 1:
+        notes.append(f"the experiments ran on different datasets ({', '.join(datasets)}); "
+                     "pairs are made of items with identical content")
+    for e in experiments:
+        if e.failed_elsewhere:
+            notes.append(f"{e.name}: {e.failed_elsewhere} failed item(s) were never uploaded to the server; "
+                         "their reasons are counted in the experiment config (failure_reasons)")
+        if any(m["name"] == CORPUS_BLEU for m in metrics) and e.name in scores.get(CORPUS_BLEU, {}):
+            _, note = corpus_bleu_scorer(e)
+            if note:
+                notes.append(note)
+    for m in metrics:
+        for e in experiments:
+            entry = scores[m["name"]].get(e.name)
+            if entry is None:
+                notes.append(f"{e.name} has no {m['name']} score")
+            elif m["kind"] == "corpus" and entry.get("recorded") is not None \
+                    and abs(entry["recorded"] - entry["value"]) > 1e-9 * max(1.0, abs(entry["value"])):
+                notes.append(f"{e.name}: {m['name']} recomputed from item statistics is {entry['value']:.6g}, "
+                             f"the experiment recorded {entry['recorded']:.6g} (items differ, e.g. failed ones)")
+    return notes
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)

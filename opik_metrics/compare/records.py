@@ -1,0 +1,61 @@
+"""What a comparison reads about one experiment, whichever backend it came from: each item's
+input, output, scores (with their metadata) or failure, and the experiment's own scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ItemRecord:
+    """One dataset item of one experiment; ``key`` identifies the item's content across experiments."""
+
+    key: str
+    position: int
+    input: dict
+    output: dict | None
+    failed: bool = False                 # the item has no output (task or batch work failed)
+    stage: str | None = None             # where it failed: batch, task, ...
+    reason: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)        # successful, finite scores only
+    score_failures: dict[str, str] = field(default_factory=dict)  # score name -> why it has no value
+    metadata: dict[str, dict] = field(default_factory=dict)       # score name -> its metadata
+
+    def text(self) -> str:
+        """The output text (``output`` field, else the whole output as JSON-ish text)."""
+        if self.output is None:
+            return ""
+        value = self.output.get("output", self.output)
+        return value if isinstance(value, str) else str(value)
+
+
+@dataclass
+class ExperimentRecords:
+    """An experiment as read back for comparison."""
+
+    name: str
+    source: str                          # "local store PATH" or "Opik server at URL"
+    dataset: str
+    status: str
+    config: dict
+    items: list[ItemRecord]
+    experiment_scores: dict[str, float | None] = field(default_factory=dict)
+    experiment_score_metadata: dict[str, dict] = field(default_factory=dict)
+    failed_elsewhere: int = 0            # failed items the backend keeps no record of (Opik: left out)
+
+    @property
+    def failed_items(self) -> list[ItemRecord]:
+        return [item for item in self.items if item.failed]
+
+    def score_names(self) -> list[str]:
+        """Every item-level score name, in first-seen order."""
+        names: dict[str, None] = {}
+        for item in self.items:
+            names.update(dict.fromkeys(item.scores))
+            names.update(dict.fromkeys(item.score_failures))
+        return list(names)
+
+    def model(self) -> str:
+        model: Any = self.config.get("model", "")
+        return model if isinstance(model, str) else str(model)

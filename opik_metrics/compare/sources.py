@@ -1,0 +1,115 @@
+"""Read experiments for comparison from the local store or, through its SDK, from an Opik
+server; both give the same ExperimentRecords, so the report is the same either way.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..experiments.scoring import is_number
+from ..experiments.store import ExperimentStore
+from ..experiments.summary import item_keys
+from .corpus import SENTENCE_BLEU, bleu_metadata_from_texts, corpus_bleu_scorer
+from .records import ExperimentRecords, ItemRecord
+
+
+def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
+    """Experiment ``name`` from the local store (ExperimentNotFound names the stored ones)."""
+    info = store.info(name)
+    items = []
+    for stored in store.items(info.id):
+        failed = stored.status == "failed"
+        record = ItemRecord(key=stored.key, position=stored.position, input=stored.input,
+                            output=stored.output, failed=failed,
+                            stage=stored.failure_stage if failed else None,
+                            reason=stored.failure if failed else None)
+        if stored.status == "pending" or stored.status == "output":
+            record.failed, record.stage = True, "unfinished"
+            record.reason = f"not scored yet (status {stored.status}): the run was interrupted; re-run it to resume"
+        for score in stored.scores.values():
+            record.metadata[score.name] = score.metadata or {}
+            if not score.failed and is_number(score.value):
+                record.scores[score.name] = float(score.value)
+            else:
+                record.score_failures[score.name] = score.reason or "scoring failed with no reason given"
+        items.append(record)
+    corpus_meta = {s.name: s.metadata or {} for s in store.experiment_score_rows(info.id)}
+    return ExperimentRecords(name=info.name, source=f"local store {store.path}", dataset=info.dataset,
+                             status=info.status, config=info.config, items=items,
+                             experiment_scores=dict(info.experiment_scores), experiment_score_metadata=corpus_meta)
+
+
+def from_opik(client: Any, name: str, project_name: str | None = None) -> ExperimentRecords:
+    """Experiment ``name`` from an Opik server through ``client`` (an ``opik.Opik``).
+
+    Opik keeps feedback scores without their metadata, so sentence BLEU's statistics (for corpus
+    BLEU on each resample) are recomputed from the item texts with the recorded BLEU options.
+    """
+    experiment = client.get_experiment_by_name(name, project_name=project_name)
+    data = experiment.get_experiment_data()
+    config = data.metadata if isinstance(data.metadata, dict) else {}
+    contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
+    inputs = [_item_input(c) for c in contents]
+    items = [_opik_item(key, position, item_input, content)
+             for position, (key, item_input, content) in enumerate(zip(item_keys(inputs), inputs, contents))]
+    scores = {s.name: s.value for s in (data.experiment_scores or []) if s.name}
+    records = ExperimentRecords(
+        name=name, source=_server_name(client),
+        dataset=data.dataset_name or experiment.dataset_name, status=str(data.status or "finished"),
+        config=config, items=items, experiment_scores={k: v for k, v in scores.items() if is_number(v)},
+        failed_elsewhere=int(config.get("failed_items") or 0))
+    _add_bleu_statistics(records)
+    return records
+
+
+def _server_name(client: Any) -> str:
+    url = getattr(getattr(client, "config", None), "url_override", None)
+    return f"Opik server at {url}" if url else "Opik server"
+
+
+def _item_input(content: Any) -> dict:
+    data = dict(content.dataset_item_data or {})
+    if data.get("id") == content.dataset_item_id:
+        data.pop("id")   # the SDK may echo the item id inside its data; the content is what pairs items
+    return data
+
+
+def _opik_item(key: str, position: int, item_input: dict, content: Any) -> ItemRecord:
+    output = content.evaluation_task_output
+    record = ItemRecord(key=key, position=position, input=item_input,
+                        output=output if isinstance(output, dict) else None)
+    if record.output is None:
+        record.failed, record.stage = True, "task"
+        record.reason = "no task output recorded on the server (the task failed for this item)"
+    for score in content.feedback_scores or []:
+        value = score.get("value")
+        if is_number(value):
+            record.scores[score["name"]] = float(value)
+        else:
+            record.score_failures[score["name"]] = score.get("reason") or f"score value {value!r} is not a number"
+    return record
+
+
+def _add_bleu_statistics(records: ExperimentRecords) -> None:
+    """Sentence BLEU statistics recomputed from texts for items that have a BLEU score."""
+    if not any(SENTENCE_BLEU in item.scores for item in records.items):
+        return
+    scorer, _ = corpus_bleu_scorer(records)
+    for item in records.items:
+        if SENTENCE_BLEU not in item.scores or item.output is None:
+            continue
+        merged = {**item.input, **item.output}
+        output, references = merged.get("output"), merged.get("reference")
+        if isinstance(references, str):
+            references = [references]
+        if isinstance(output, str) and isinstance(references, list) and all(isinstance(r, str) for r in references):
+            item.metadata[SENTENCE_BLEU] = bleu_metadata_from_texts(scorer, output, references)
+
+
+def load_experiments(names: Sequence[str], *, store: ExperimentStore | None = None, client: Any = None,
+                     project_name: str | None = None) -> list[ExperimentRecords]:
+    """Each named experiment, from ``store`` or (when given) the Opik ``client``."""
+    if (store is None) == (client is None):
+        raise ValueError("give exactly one source: a local store or an Opik client")
+    if client is not None:
+        return [from_opik(client, name, project_name) for name in names]
+    return [from_store(store, name) for name in names]
