@@ -1,0 +1,465 @@
+"""The comparison report as one static HTML page: inline CSS, no script, no external URL, readable offline.
+
+Every piece of user-provided text (names, item texts, reasons, configs) goes through ``html.escape``.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from typing import Any, Iterable, Sequence
+
+from opik_metrics.compare.plots import PlotFile
+
+TEXT_LIMIT = 140  # characters of an item text shown in a table cell; the full text is in its title
+_DASH = "—"
+
+_CSS = """
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --accent: #0b5cad;
+        --good: #1a7f37; --good-bg: #dafbe1; --bad: #b42318; --bad-bg: #ffebe9; --neutral-bg: #eaeef2; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); background: #fff; line-height: 1.45;
+       font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif; }
+main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 1.7rem; margin: 0 0 4px; }
+h2 { font-size: 1.3rem; margin: 36px 0 12px; padding-bottom: 6px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 1.08rem; margin: 22px 0 8px; }
+h4 { font-size: 0.98rem; margin: 16px 0 6px; }
+.subtitle { color: var(--muted); margin: 0 0 16px; }
+.chip { display: inline-block; padding: 1px 9px; margin: 0 4px 4px 0; border-radius: 12px;
+        background: var(--bg-alt); border: 1px solid var(--line); font-weight: 600; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 3px 16px; margin: 0; }
+dl.meta dt { color: var(--muted); }
+dl.meta dd { margin: 0; overflow-wrap: anywhere; }
+nav.toc { margin: 18px 0 0; padding: 8px 12px; background: var(--bg-alt); border-radius: 6px; }
+nav.toc a { margin-right: 16px; color: var(--accent); text-decoration: none; }
+table { border-collapse: collapse; margin: 6px 0 10px; font-size: 0.9rem; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; text-align: left; }
+th { background: var(--bg-alt); font-weight: 600; }
+tbody tr:nth-child(even) td { background: #fbfcfd; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.text { max-width: 300px; white-space: pre-wrap; overflow-wrap: anywhere; }
+td.note { color: var(--muted); max-width: 260px; }
+td.pair { white-space: nowrap; }
+table.wide { width: 100%; }
+.table-wrap { overflow-x: auto; }
+.metric { margin: 0 0 18px; padding: 4px 16px 8px; border: 1px solid var(--line); border-radius: 8px; }
+.metric h3 { margin-top: 12px; }
+.direction { font-size: 0.85rem; font-weight: 600; padding: 1px 8px; border-radius: 10px; margin-left: 8px;
+             background: var(--neutral-bg); }
+.direction.lower { background: #fff1c2; }
+.kind { font-size: 0.85rem; color: var(--muted); margin-left: 8px; font-weight: normal; }
+.signature { font: 0.8rem/1.3 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; color: var(--muted);
+             overflow-wrap: anywhere; margin: 0 0 6px; }
+.key { font: 0.8rem/1.3 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; color: var(--muted);
+       white-space: nowrap; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 700; font-size: 0.82rem;
+         white-space: nowrap; }
+.badge.better { background: var(--good-bg); color: var(--good); border: 1px solid var(--good); }
+.badge.worse { background: var(--bad-bg); color: var(--bad); border: 1px solid var(--bad); }
+.badge.not { background: var(--neutral-bg); color: var(--muted); border: 1px solid var(--line); font-weight: 600; }
+.delta.better { color: var(--good); font-weight: 600; }
+.delta.worse { color: var(--bad); font-weight: 600; }
+.missing { color: var(--muted); font-style: italic; }
+.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
+figure.plot { margin: 0; padding: 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
+figure.plot img { display: block; width: 100%; height: auto; }
+figcaption { font-size: 0.85rem; color: var(--muted); margin-top: 6px; }
+figcaption b { color: var(--fg); }
+details { margin: 8px 0; padding: 6px 12px; border: 1px solid var(--line); border-radius: 6px; }
+summary { cursor: pointer; font-weight: 600; }
+pre { background: var(--bg-alt); padding: 10px; border-radius: 6px; overflow-x: auto; font-size: 0.82rem;
+      white-space: pre-wrap; overflow-wrap: anywhere; }
+footer { margin-top: 40px; color: var(--muted); font-size: 0.8rem; }
+@media print { .plots { display: block; } figure.plot { break-inside: avoid; margin-bottom: 12px; } }
+"""
+
+
+# ----------------------------------------------------------------------------- formatting
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of any value (quotes too, so that it is safe in attributes)."""
+    return html.escape(_text(value), quote=True)
+
+
+def _text(value: Any) -> str:
+    """Plain text of a user value: strings as they are, other JSON values as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def fmt_num(value: Any, signed: bool = False) -> str:
+    """A number with 4 significant digits (0.4123, 23.46, 1234); "—" for a missing one."""
+    if not _is_number(value):
+        return _DASH
+    if isinstance(value, int):
+        return f"{value:+d}" if signed else str(value)
+    sign = "+" if signed else ""
+    if value == 0:
+        return f"{sign}0" if not signed else "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= 6 or magnitude < -4:
+        return f"{value:{sign}.3e}"
+    return f"{value:{sign}.{max(0, 3 - magnitude)}f}"
+
+
+def fmt_p(value: Any) -> str:
+    """A p-value: "<0.001" below 0.001, three decimals otherwise, "—" when there is none."""
+    if not _is_number(value):
+        return _DASH
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def fmt_interval(low: Any, high: Any, signed: bool = False) -> str:
+    """``[low, high]`` with the same decimals for both ends (4 significant digits of the larger one)."""
+    if not (_is_number(low) and _is_number(high)):
+        return _DASH
+    larger = max(abs(low), abs(high))
+    if larger == 0 or not 1e-4 <= larger < 1e6:
+        return f"[{fmt_num(low, signed)}, {fmt_num(high, signed)}]"
+    decimals = max(0, 3 - math.floor(math.log10(larger)))
+    sign = "+" if signed else ""
+    return f"[{low:{sign}.{decimals}f}, {high:{sign}.{decimals}f}]"
+
+
+def _plain(value: Any) -> str:
+    """A setting as written (0.05, 1e-09, 1000), "—" when missing."""
+    if _is_number(value):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return esc(value) if value is not None else _DASH
+
+
+def _confidence(comparison: dict) -> str:
+    value = (comparison.get("settings") or {}).get("confidence")
+    return f"{value * 100:g}%" if _is_number(value) else ""
+
+
+def _clip(value: Any, limit: int = TEXT_LIMIT) -> str:
+    """Escaped text, shortened to ``limit`` characters with the full text in a ``title`` attribute."""
+    text = _text(value)
+    if len(text) <= limit:
+        return html.escape(text, quote=True)
+    return f'<span title="{html.escape(text, quote=True)}">{html.escape(text[:limit - 1])}…</span>'
+
+
+def _anchor(prefix: str, name: Any, used: set[str]) -> str:
+    """A unique, ASCII-only id for an internal link."""
+    base = f"{prefix}-" + (re.sub(r"[^a-z0-9]+", "-", _text(name).lower()).strip("-") or "x")
+    anchor, number = base, 2
+    while anchor in used:
+        anchor, number = f"{base}-{number}", number + 1
+    used.add(anchor)
+    return anchor
+
+
+def _cells(values: Iterable[str], classes: Sequence[str] = (), tag: str = "td") -> str:
+    """A table row from already-escaped cell contents; ``classes`` gives each column's CSS class."""
+    out = []
+    for index, value in enumerate(values):
+        cls = classes[index] if index < len(classes) else ""
+        out.append(f'<{tag} class="{cls}">{value}</{tag}>' if cls else f"<{tag}>{value}</{tag}>")
+    return "<tr>" + "".join(out) + "</tr>"
+
+
+def _table(headers: Sequence[str], rows: Sequence[str], classes: Sequence[str] = (), wide: bool = False) -> str:
+    """A table from escaped header texts and rows built by ``_cells`` (``wide``: the full width)."""
+    head = _cells(headers, [c if c == "num" else "" for c in classes], tag="th")
+    table = '<table class="wide">' if wide else "<table>"
+    return (f'<div class="table-wrap">{table}<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+            f"</div>")
+
+
+# ----------------------------------------------------------------------------- direction and significance
+
+def _higher_is_better(metric: dict) -> bool:
+    return bool(metric.get("higher_is_better", True))
+
+
+def _direction_label(metric: dict) -> str:
+    if _higher_is_better(metric):
+        return '<span class="direction">higher is better ↑</span>'
+    return '<span class="direction lower">lower is better ↓</span>'
+
+
+def _verdict(delta: Any, metric: dict) -> str | None:
+    """"better" / "worse" for the system, from the sign of delta and the metric's direction."""
+    if not _is_number(delta) or delta == 0:
+        return None
+    return "better" if (delta > 0) == _higher_is_better(metric) else "worse"
+
+
+def _significance(entry: dict, metric: dict) -> str:
+    """A clearly marked badge: significant (better / worse) or not significant; "—" without a test."""
+    significant = entry.get("significant")
+    if significant is None or not _is_number(entry.get("p_value")):
+        return _DASH
+    if not significant:
+        return '<span class="badge not">not significant</span>'
+    verdict = _verdict(entry.get("delta"), metric) or "better"
+    arrow = "▲" if verdict == "better" else "▼"
+    return f'<span class="badge {verdict}">{arrow} significant: {verdict}</span>'
+
+
+def _delta_html(entry: dict, metric: dict) -> str:
+    delta = entry.get("delta")
+    text = fmt_num(delta, signed=True)
+    verdict = _verdict(delta, metric) if entry.get("significant") else None
+    return f'<span class="delta {verdict}">{text}</span>' if verdict else text
+
+
+def _wtl(entry: dict) -> str:
+    wins, ties, losses = entry.get("wins"), entry.get("ties"), entry.get("losses")
+    if wins is None and ties is None and losses is None:
+        return _DASH
+    return " / ".join(fmt_num(v) if v is not None else _DASH for v in (wins, ties, losses))
+
+
+# ----------------------------------------------------------------------------- sections
+
+def _settings_line(comparison: dict) -> str:
+    """The test's settings in one line: resamples, seed, confidence, alpha, tie tolerance, top k."""
+    settings = comparison.get("settings") or {}
+    parts = [f"{_plain(settings.get('resamples'))} resamples", f"seed {_plain(settings.get('seed'))}",
+             f"{esc(_confidence(comparison)) or _DASH} confidence", f"alpha {_plain(settings.get('alpha'))}",
+             f"ties within {_plain(settings.get('tie_tolerance'))}",
+             f"top {_plain(settings.get('top_k'))} differences shown"]
+    return " · ".join(parts)
+
+
+def _header(comparison: dict) -> str:
+    names = [e.get("name") for e in comparison.get("experiments") or []]
+    settings = comparison.get("settings") or {}
+    chips = " ".join(f'<span class="chip">{esc(n)}</span>' for n in names)
+    rows = [("Experiments", chips or _DASH),
+            ("Source", esc(comparison.get("source")) or _DASH),
+            ("Created", esc(comparison.get("created_at")) or _DASH),
+            ("Test", esc(settings.get("test")) or _DASH),
+            ("Settings", _settings_line(comparison))]
+    meta = "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows)
+    subtitle = " vs ".join(esc(n) for n in names)
+    return (f'<header><h1>Experiment comparison</h1><p class="subtitle">{subtitle}</p>'
+            f'<dl class="meta">{meta}</dl>'
+            '<nav class="toc"><a href="#experiments">Experiments</a><a href="#summary">Summary</a>'
+            '<a href="#plots">Plots</a><a href="#largest">Largest differences</a>'
+            '<a href="#failed">Failed items</a><a href="#notes">Notes</a>'
+            '<a href="#config">Configuration</a></nav></header>')
+
+
+def _experiments_section(comparison: dict) -> str:
+    classes = ["", "", "", "num", "num", "num", ""]
+    rows = [_cells([f"<b>{esc(e.get('name'))}</b>", esc(e.get("dataset")), esc(e.get("status")),
+                    fmt_num(e.get("items")), fmt_num(e.get("scored_items")), fmt_num(e.get("failed_items")),
+                    esc(e.get("model"))], classes)
+            for e in comparison.get("experiments") or []]
+    table = _table(["Experiment", "Dataset", "Status", "Items", "Scored", "Failed", "Model"], rows, classes)
+    return f'<section id="experiments"><h2>Experiments</h2>{table}</section>'
+
+
+def _scores_table(comparison: dict, metric: dict) -> str:
+    """Value and interval of each experiment for one metric ("not computed" where it is missing)."""
+    per_experiment = (comparison.get("scores") or {}).get(metric.get("name")) or {}
+    classes = ["", "num", "num", "num", "num"]
+    rows = []
+    for experiment in comparison.get("experiments") or []:
+        name = experiment.get("name")
+        entry = per_experiment.get(name)
+        if entry is None:
+            cells = [f"<b>{esc(name)}</b>", '<span class="missing">not computed</span>', _DASH, _DASH, _DASH]
+        else:
+            cells = [f"<b>{esc(name)}</b>", fmt_num(entry.get("value")),
+                     fmt_interval(entry.get("low"), entry.get("high")),
+                     fmt_num(entry.get("n")), fmt_num(entry.get("failed"))]
+        rows.append(_cells(cells, classes))
+    headers = ["Experiment", "Value", f"{_confidence(comparison)} CI [low, high]".strip(), "n", "Failed"]
+    return _table(headers, rows, classes)
+
+
+def _pair_cells(pair: dict, entry: dict | None, metric: dict) -> list[str]:
+    """One pair's cells for one metric: values, delta with its interval, p-value, verdict, W/T/L, note."""
+    label = f"{esc(pair.get('system'))} <span class=\"missing\">vs</span> {esc(pair.get('baseline'))}"
+    if entry is None:
+        return [label] + [_DASH] * 7 + ["not compared"]
+    return [label, fmt_num(entry.get("baseline")), fmt_num(entry.get("system")), _delta_html(entry, metric),
+            fmt_interval(entry.get("delta_low"), entry.get("delta_high"), signed=True),
+            html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric), _wtl(entry),
+            esc(entry.get("note"))]
+
+
+def _pairs_table(comparison: dict, metric: dict) -> str:
+    """Delta, interval, p-value, significance and wins/ties/losses of each pair for one metric."""
+    classes = ["pair", "num", "num", "num", "num", "num", "", "num", "note"]
+    rows = [_cells(_pair_cells(pair, (pair.get("metrics") or {}).get(metric.get("name")), metric), classes)
+            for pair in comparison.get("pairs") or []]
+    headers = ["System vs baseline", "Baseline", "System", "Delta",
+               f"{_confidence(comparison)} CI of delta".strip(), "p-value", "Significance",
+               "Wins / ties / losses", "Note"]
+    return _table(headers, rows, classes, wide=True)
+
+
+def _metric_block(comparison: dict, metric: dict, anchor: str) -> str:
+    kind = "corpus-level score" if metric.get("kind") == "corpus" else "mean over items"
+    scale = ", log scale" if metric.get("scale") == "log" else ""
+    signature = metric.get("signature")
+    signature_html = f'<p class="signature">{esc(signature)}</p>' if signature else ""
+    pairs = ""
+    if comparison.get("pairs"):
+        pairs = "<h4>Paired comparison</h4>" + _pairs_table(comparison, metric)
+    return (f'<article class="metric" id="{anchor}"><h3>{esc(metric.get("name"))}{_direction_label(metric)}'
+            f'<span class="kind">{kind}{scale}</span></h3>{signature_html}'
+            f"{_scores_table(comparison, metric)}{pairs}</article>")
+
+
+def _summary_section(comparison: dict, anchors: dict[str, str]) -> str:
+    blocks = "".join(_metric_block(comparison, m, anchors[m.get("name")]) for m in _metrics(comparison))
+    intro = ("<p>Delta is system minus baseline on the items both scored; wins / ties / losses count items where "
+             "the system is better / equal / worse, in the metric's direction.</p>")
+    return f'<section id="summary"><h2>Summary</h2>{intro}{blocks or "<p>No metrics.</p>"}</section>'
+
+
+def _figure(plot: PlotFile) -> str:
+    return (f'<figure class="plot"><img src="{esc(plot.path)}" alt="{esc(plot.title)}" width="640" '
+            f'height="360"><figcaption><b>{esc(plot.title)}.</b> {esc(plot.caption)}</figcaption></figure>')
+
+
+def _plots_section(plots: Sequence[PlotFile]) -> str:
+    """Plots grouped by section, and by pair inside a section (page order is the plots' order)."""
+    parts = []
+    sections = list(dict.fromkeys(p.section for p in plots))
+    for section in sections:
+        members = [p for p in plots if p.section == section]
+        parts.append(f"<h3>{esc(section)}</h3>")
+        for pair in dict.fromkeys(p.pair for p in members):
+            group = [p for p in members if p.pair == pair]
+            if pair is not None:
+                parts.append(f"<h4>{esc(pair[1])} vs {esc(pair[0])}</h4>")
+            parts.append('<div class="plots">' + "".join(_figure(p) for p in group) + "</div>")
+    body = "".join(parts) or "<p>No plots.</p>"
+    return f'<section id="plots"><h2>Plots</h2>{body}</section>'
+
+
+def _largest_table(pair: dict, metric: dict, rows_data: list[dict]) -> str:
+    """The items of one pair and metric with the largest differences: texts, both scores, delta."""
+    baseline, system = esc(pair.get("baseline")), esc(pair.get("system"))
+    classes = ["num", "", "text", "text", "text", "num", "num", "num"]
+    rows = []
+    for row in rows_data:
+        verdict = _verdict(row.get("delta"), metric)
+        delta = fmt_num(row.get("delta"), signed=True)
+        delta = f'<span class="delta {verdict}">{delta}</span>' if verdict else delta
+        rows.append(_cells([fmt_num(row.get("position")), f'<span class="key">{esc(row.get("key"))}</span>',
+                            _clip(row.get("input")), _clip(row.get("baseline_output")),
+                            _clip(row.get("system_output")), fmt_num(row.get("baseline_score")),
+                            fmt_num(row.get("system_score")), delta], classes))
+    headers = ["Position", "Key", "Input", f"Output of {baseline}", f"Output of {system}", baseline, system,
+               "Delta"]
+    return _table(headers, rows, classes)
+
+
+def _largest_section(comparison: dict) -> str:
+    parts = []
+    for pair in comparison.get("pairs") or []:
+        parts.append(f"<h3>{esc(pair.get('system'))} vs {esc(pair.get('baseline'))}</h3>")
+        tables = []
+        for metric in _metrics(comparison):
+            entry = (pair.get("metrics") or {}).get(metric.get("name")) or {}
+            rows = entry.get("largest_differences") or []
+            if rows:
+                tables.append(f"<h4>{esc(metric.get('name'))}{_direction_label(metric)}</h4>"
+                              + _largest_table(pair, metric, rows))
+        parts.append("".join(tables) or '<p class="missing">No per-item differences for this pair.</p>')
+    body = "".join(parts) or "<p>No pairs.</p>"
+    intro = "<p>Items with the largest per-item differences (system minus baseline), per pair and metric.</p>"
+    return f'<section id="largest"><h2>Largest differences</h2>{intro}{body}</section>'
+
+
+def _failed_section(comparison: dict) -> str:
+    failed = comparison.get("failed_items") or {}
+    counts = {e.get("name"): e.get("failed_items") for e in comparison.get("experiments") or []}
+    names = list(dict.fromkeys(list(counts) + list(failed)))
+    classes = ["num", "", "", "text", "text"]
+    parts = []
+    for name in names:
+        items = failed.get(name) or []
+        count = counts.get(name) if _is_number(counts.get(name)) else len(items)
+        parts.append(f"<h3>{esc(name)}: {fmt_num(count)} failed item{'s' if count != 1 else ''}</h3>")
+        if not items:
+            parts.append('<p class="missing">No failed items listed.</p>')
+            continue
+        rows = [_cells([fmt_num(i.get("position")), f'<span class="key">{esc(i.get("key"))}</span>',
+                        esc(i.get("stage")), _clip(i.get("reason"), 300), _clip(i.get("input"))], classes)
+                for i in items]
+        parts.append(_table(["Position", "Key", "Stage", "Reason", "Input"], rows, classes))
+    return f'<section id="failed"><h2>Failed items</h2>{"".join(parts)}</section>'
+
+
+def _notes_section(comparison: dict) -> str:
+    notes = comparison.get("notes") or []
+    body = "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "<p>No notes.</p>"
+    return f'<section id="notes"><h2>Notes</h2>{body}</section>'
+
+
+def _config_section(comparison: dict) -> str:
+    parts = []
+    for experiment in comparison.get("experiments") or []:
+        config = json.dumps(experiment.get("config"), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        meta = "".join(f"<dt>{label}</dt><dd>{esc(experiment.get(key)) or _DASH}</dd>"
+                       for label, key in (("Model", "model"), ("Dataset", "dataset"), ("Status", "status"),
+                                          ("Source", "source")) if key != "source" or experiment.get(key))
+        parts.append(f"<details><summary>{esc(experiment.get('name'))} — {esc(experiment.get('model'))}</summary>"
+                     f'<dl class="meta">{meta}</dl><pre>{html.escape(config)}</pre></details>')
+    parts.append(_config_differences(comparison))
+    signatures = [_cells([esc(m.get("name")), f'<span class="signature">{esc(m.get("signature"))}</span>'
+                          if m.get("signature") else _DASH]) for m in _metrics(comparison)]
+    versions = [_cells([esc(k), esc(v)]) for k, v in (comparison.get("versions") or {}).items()]
+    parts.append("<details><summary>Metric signatures and package versions</summary>"
+                 + _table(["Metric", "Signature"], signatures)
+                 + _table(["Package", "Version"], versions) + "</details>")
+    return f'<section id="config"><h2>Configuration</h2>{"".join(parts)}</section>'
+
+
+def _config_differences(comparison: dict) -> str:
+    """Per pair, the configuration entries that differ (when the comparison lists them)."""
+    parts = []
+    for pair in comparison.get("pairs") or []:
+        differences = pair.get("config_differences") or {}
+        if not differences:
+            continue
+        baseline, system = esc(pair.get("baseline")), esc(pair.get("system"))
+        rows = [_cells([esc(key), _clip(values[0] if isinstance(values, list) and values else values),
+                        _clip(values[1] if isinstance(values, list) and len(values) > 1 else None)],
+                       ["", "text", "text"]) for key, values in differences.items()]
+        parts.append(f"<h3>Configuration differences: {system} vs {baseline}</h3>"
+                     + _table(["Setting", baseline, system], rows, ["", "text", "text"]))
+    return "".join(parts)
+
+
+def _metrics(comparison: dict) -> list[dict]:
+    return [m for m in comparison.get("metrics") or [] if m.get("name") is not None]
+
+
+# ----------------------------------------------------------------------------- page
+
+def render_html(comparison: dict, plots: Sequence[PlotFile]) -> str:
+    """The whole report page for ``comparison``, showing ``plots`` (images by relative path)."""
+    used: set[str] = {"experiments", "summary", "plots", "largest", "failed", "notes", "config"}
+    anchors = {m.get("name"): _anchor("metric", m.get("name"), used) for m in _metrics(comparison)}
+    names = [e.get("name") for e in comparison.get("experiments") or []]
+    title = "Comparison: " + " vs ".join(_text(n) for n in names)
+    version = (comparison.get("versions") or {}).get("opik-metrics")
+    footer = (f"<footer>Generated by opik-metrics {esc(version) if version else ''} · schema "
+              f"{esc(comparison.get('schema'))}</footer>")
+    body = "".join([_header(comparison), _experiments_section(comparison), _summary_section(comparison, anchors),
+                    _plots_section(plots), _largest_section(comparison), _failed_section(comparison),
+                    _notes_section(comparison), _config_section(comparison), footer])
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body><main>\n{body}\n"
+            "</main></body></html>\n")

@@ -1,0 +1,348 @@
+"""Figures of the comparison report (score distributions, means with CIs, paired differences) as PNGs.
+
+Figures are built with ``matplotlib.figure.Figure`` and the Agg canvas, never pyplot, so no global
+figure state is created or leaked and the output is the same for the same input.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
+
+PLOTS_DIR = "plots"
+FIGSIZE = (6.4, 3.6)
+DPI = 100
+SECTION_DISTRIBUTIONS = "Score distributions"
+SECTION_MEANS = "Means with confidence intervals"
+SECTION_DIFFERENCES = "Paired differences"
+_LABEL_CHARS = 28
+_MAX_BINS = 40
+_JITTER_SEED = 0
+
+
+@dataclass(frozen=True)
+class PlotFile:
+    """One figure of the report: ``path`` is relative to the report folder (``plots/xxx.png``)."""
+
+    path: str
+    title: str
+    caption: str
+    section: str
+    metric: str | None = None
+    pair: tuple[str, str] | None = None  # (baseline, system)
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+def _colour(index: int) -> str:
+    """Matplotlib's default cycle colour for experiment ``index``: the same experiment, the same colour."""
+    return f"C{index % 10}"
+
+
+def _mpl_text(text: Any, limit: int | None = None) -> str:
+    """User text for a figure: shortened, and ``$`` escaped so that it is not read as mathtext."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def _slug(text: str) -> str:
+    """File-name-safe form of a metric name (ASCII letters, digits, dashes)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+    return slug[:40] or "metric"
+
+
+def _finite(values: Sequence[Any] | None) -> np.ndarray:
+    """The finite numbers of ``values`` as a float array (None and NaN dropped)."""
+    numbers = [v for v in (values or []) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    array = np.asarray(numbers, dtype=float)
+    return array[np.isfinite(array)]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _direction(metric: dict) -> str:
+    return "higher is better" if metric.get("higher_is_better", True) else "lower is better"
+
+
+def _confidence_label(comparison: dict) -> str:
+    """"95%" from settings.confidence (0.95)."""
+    confidence = (comparison.get("settings") or {}).get("confidence")
+    return f"{confidence * 100:g}%" if _is_number(confidence) else "CI"
+
+
+def _experiment_names(comparison: dict) -> list[str]:
+    return [str(e.get("name")) for e in comparison.get("experiments") or []]
+
+
+def _new_figure() -> tuple[Figure, Any]:
+    """A detached figure (no pyplot) of the report's size, with one axes."""
+    figure = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def _legend_outside(ax: Any) -> None:
+    """Legend to the right of the axes, so that it never hides data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False,
+              borderaxespad=0.0)
+
+
+def _log_labels(axis: Any) -> None:
+    """Label a log axis with plain numbers (20, 30) rather than 2×10¹."""
+    axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.5, 0.6)))
+
+
+def _short_names(names: Sequence[str]) -> list[str]:
+    return [_mpl_text(n, 18) for n in names]
+
+
+# ----------------------------------------------------------------------------- distributions
+
+def _distribution_figure(comparison: dict, metric: dict) -> Figure | None:
+    """Box plot plus jittered item points per experiment, log axis for log-scale metrics."""
+    name = metric["name"]
+    log = metric.get("scale") == "log"
+    per_experiment = (comparison.get("scores") or {}).get(name) or {}
+    names = _experiment_names(comparison)
+    series = []
+    for index, experiment in enumerate(names):
+        entry = per_experiment.get(experiment)
+        values = _finite(entry.get("values")) if entry else np.empty(0)
+        if log:
+            values = values[values > 0]
+        if values.size:
+            series.append((index, experiment, values, entry.get("value")))
+    if not series:
+        return None
+    figure, ax = _new_figure()
+    positions = list(range(len(series)))
+    ax.boxplot([s[2] for s in series], positions=positions, widths=0.5, showfliers=False,
+               medianprops={"color": "black"}, whiskerprops={"color": "0.4"}, capprops={"color": "0.4"},
+               boxprops={"color": "0.4"})
+    rng = np.random.default_rng(_JITTER_SEED)
+    means = []
+    for position, (index, experiment, values, mean) in zip(positions, series):
+        jitter = rng.uniform(-0.18, 0.18, values.size)
+        ax.scatter(position + jitter, values, s=10, alpha=0.55, color=_colour(index), linewidths=0,
+                   label=f"{_mpl_text(experiment, _LABEL_CHARS)} (n={values.size})", zorder=3)
+        means.append(mean if _is_number(mean) and (mean > 0 or not log) else float(np.mean(values)))
+    ax.scatter(positions, means, marker="D", s=36, color="black", zorder=4, label="mean")
+    ax.set_xticks(positions, _short_names([s[1] for s in series]))
+    if log:
+        ax.set_yscale("log")
+        _log_labels(ax.yaxis)
+    ax.set_title(_mpl_text(f"{name}: per-item scores", 60))
+    ax.set_xlabel("experiment")
+    ax.set_ylabel(_mpl_text(f"{name} ({_direction(metric)})", 40))
+    ax.grid(axis="y", alpha=0.3)
+    _legend_outside(ax)
+    return figure
+
+
+def _distribution_caption(metric: dict) -> str:
+    scale = " Log scale." if metric.get("scale") == "log" else ""
+    return (f"Per-item {metric['name']} scores of each experiment: the box spans the quartiles (line: median, "
+            f"whiskers: 1.5 IQR), dots are items (jittered sideways), the diamond is the mean; "
+            f"{_direction(metric)}.{scale}")
+
+
+# ----------------------------------------------------------------------------- means with CIs
+
+def _bounds(entry: dict) -> tuple[float, float | None, float | None]:
+    value = entry.get("value")
+    low, high = entry.get("low"), entry.get("high")
+    return value, (low if _is_number(low) else None), (high if _is_number(high) else None)
+
+
+def _in_unit_interval(comparison: dict, metric: dict) -> bool:
+    """Whether a linear metric's means and CIs all lie in [0, 1], so it can share an axis with others."""
+    if metric.get("scale") == "log":
+        return False
+    entries = ((comparison.get("scores") or {}).get(metric["name"]) or {}).values()
+    numbers = [n for e in entries for n in _bounds(e) if _is_number(n)]
+    return bool(numbers) and all(-1e-9 <= n <= 1 + 1e-9 for n in numbers)
+
+
+def _error_bar(ax: Any, x: float, entry: dict, colour: str, label: str, horizontal: bool) -> None:
+    """One mean with its interval (no bar when the interval is unknown)."""
+    value, low, high = _bounds(entry)
+    if not _is_number(value):
+        return
+    error = None
+    if low is not None and high is not None:
+        error = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
+    if horizontal:
+        ax.errorbar([value], [x], xerr=error, fmt="o", capsize=4, color=colour, label=label)
+    else:
+        ax.errorbar([x], [value], yerr=error, fmt="o", capsize=4, color=colour, label=label)
+
+
+def _means_overview_figure(comparison: dict, metrics: list[dict]) -> Figure:
+    """All unit-interval metrics on one axis: one error bar per experiment and metric."""
+    names = _experiment_names(comparison)
+    figure, ax = _new_figure()
+    width = 0.7 / max(len(names), 1)
+    for index, experiment in enumerate(names):
+        offset = (index - (len(names) - 1) / 2) * width
+        labelled = False
+        for position, metric in enumerate(metrics):
+            entry = ((comparison.get("scores") or {}).get(metric["name"]) or {}).get(experiment)
+            if entry and _is_number(entry.get("value")):
+                label = "_nolegend_" if labelled else _mpl_text(experiment, _LABEL_CHARS)
+                _error_bar(ax, position + offset, entry, _colour(index), label, horizontal=False)
+                labelled = True
+    ticks = [_mpl_text(m["name"], 16) + ("" if m.get("higher_is_better", True) else "\n(lower better)")
+             for m in metrics]
+    ax.set_xticks(range(len(metrics)), ticks, fontsize="small" if len(metrics) > 3 else None,
+                  rotation=20 if len(metrics) > 4 else 0, ha="right" if len(metrics) > 4 else "center")
+    ax.set_xlim(-0.6, len(metrics) - 0.4)
+    ax.set_title(f"Means with {_confidence_label(comparison)} confidence intervals")
+    ax.set_xlabel("metric")
+    ax.set_ylabel("score")
+    ax.grid(axis="y", alpha=0.3)
+    _legend_outside(ax)
+    return figure
+
+
+def _means_metric_figure(comparison: dict, metric: dict) -> Figure | None:
+    """One metric's means per experiment (horizontal error bars), log axis for log-scale metrics."""
+    names = _experiment_names(comparison)
+    per_experiment = (comparison.get("scores") or {}).get(metric["name"]) or {}
+    rows = [(i, n) for i, n in enumerate(names) if _is_number((per_experiment.get(n) or {}).get("value"))]
+    if not rows:
+        return None
+    figure, ax = _new_figure()
+    for position, (index, experiment) in enumerate(rows):
+        _error_bar(ax, position, per_experiment[experiment], _colour(index),
+                   _mpl_text(experiment, _LABEL_CHARS), horizontal=True)
+    ax.set_yticks(range(len(rows)), _short_names([r[1] for r in rows]))
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.invert_yaxis()
+    if metric.get("scale") == "log":
+        ax.set_xscale("log")
+        _log_labels(ax.xaxis)
+    ax.set_title(_mpl_text(f"{metric['name']}: mean with {_confidence_label(comparison)} CI", 60))
+    ax.set_xlabel(_mpl_text(f"{metric['name']} ({_direction(metric)})", 50))
+    ax.set_ylabel("experiment")
+    ax.grid(axis="x", alpha=0.3)
+    _legend_outside(ax)
+    return figure
+
+
+# ----------------------------------------------------------------------------- paired differences
+
+def _bins(differences: np.ndarray) -> np.ndarray:
+    """Histogram edges: numpy's "auto" rule, at most 40 bins, a narrow range when all values are equal."""
+    low, high = float(differences.min()), float(differences.max())
+    if high - low <= 0:
+        span = max(abs(low) * 0.05, 1e-3)
+        return np.linspace(low - span, high + span, 11)
+    edges = np.histogram_bin_edges(differences, bins="auto")
+    return edges if len(edges) - 1 <= _MAX_BINS else np.linspace(low, high, _MAX_BINS + 1)
+
+
+def _difference_figure(comparison: dict, metric: dict, pair: dict, system_index: int) -> Figure | None:
+    """Histogram of per-item differences (system − baseline), lines at 0 and at the mean, delta CI shaded."""
+    entry = (pair.get("metrics") or {}).get(metric["name"]) or {}
+    differences = _finite(entry.get("differences"))
+    if not differences.size:
+        return None
+    colour = _colour(system_index)
+    figure, ax = _new_figure()
+    ax.hist(differences, bins=_bins(differences), color="0.6", edgecolor="white", label="items")
+    low, high = entry.get("delta_low"), entry.get("delta_high")
+    if _is_number(low) and _is_number(high):
+        ax.axvspan(low, high, color=colour, alpha=0.25, lw=0,
+                   label=f"{_confidence_label(comparison)} CI of delta")
+    ax.axvline(0.0, color="black", linestyle="--", linewidth=1, label="no difference")
+    mean = float(np.mean(differences))
+    ax.axvline(mean, color=colour, linewidth=2, label=f"mean difference ({mean:+.4g})")
+    baseline, system = str(pair.get("baseline")), str(pair.get("system"))
+    ax.set_title(_mpl_text(f"{metric['name']}: {_mpl_text(system, 20)} − {_mpl_text(baseline, 20)}", 70))
+    ax.set_xlabel(_mpl_text(f"per-item difference in {metric['name']} (system − baseline)", 60))
+    ax.set_ylabel("items")
+    ax.grid(axis="y", alpha=0.3)
+    _legend_outside(ax)
+    return figure
+
+
+def _difference_caption(metric: dict, pair: dict, count: int) -> str:
+    better = "right of 0" if metric.get("higher_is_better", True) else "left of 0"
+    return (f"Per-item differences in {metric['name']} ({pair.get('system')} minus {pair.get('baseline')}) "
+            f"on {count} shared items; {better} means {pair.get('system')} is better. Dashed line: no "
+            f"difference; solid line: mean difference; shaded: the delta's confidence interval.")
+
+
+# ----------------------------------------------------------------------------- all figures
+
+def iter_figures(comparison: dict) -> Iterator[tuple[PlotFile, Figure]]:
+    """Every figure of the report with its description, in page order, built but not saved."""
+    metrics = [m for m in comparison.get("metrics") or [] if m.get("name") is not None]
+    confidence = _confidence_label(comparison)
+    counter = iter(range(1, 10_000))
+
+    def path(kind: str, metric: str, suffix: str = "") -> str:
+        return f"{PLOTS_DIR}/{next(counter):03d}-{kind}-{_slug(metric)}{suffix}.png"
+
+    for metric in metrics:
+        if metric.get("kind") == "corpus":
+            continue
+        figure = _distribution_figure(comparison, metric)
+        if figure is not None:
+            yield PlotFile(path("dist", metric["name"]), f"{metric['name']}: per-item scores",
+                           _distribution_caption(metric), SECTION_DISTRIBUTIONS, metric["name"]), figure
+
+    shared = [m for m in metrics if _in_unit_interval(comparison, m)]
+    if shared:
+        names = ", ".join(m["name"] for m in shared)
+        yield PlotFile(path("means", "overview"), f"Means with {confidence} confidence intervals",
+                       f"Mean of each experiment with its {confidence} confidence interval, for the metrics "
+                       f"on a 0–1 scale ({names}).", SECTION_MEANS), \
+            _means_overview_figure(comparison, shared)
+    for metric in metrics:
+        if metric in shared:
+            continue
+        figure = _means_metric_figure(comparison, metric)
+        if figure is not None:
+            scale = " Log scale." if metric.get("scale") == "log" else ""
+            yield PlotFile(path("means", metric["name"]), f"{metric['name']}: mean with {confidence} CI",
+                           f"Mean {metric['name']} of each experiment with its {confidence} confidence "
+                           f"interval; {_direction(metric)}.{scale}", SECTION_MEANS, metric["name"]), figure
+
+    names = _experiment_names(comparison)
+    for number, pair in enumerate(comparison.get("pairs") or [], start=1):
+        baseline, system = str(pair.get("baseline")), str(pair.get("system"))
+        system_index = names.index(system) if system in names else number
+        for metric in metrics:
+            figure = _difference_figure(comparison, metric, pair, system_index)
+            if figure is None:
+                continue
+            count = _finite(((pair.get("metrics") or {}).get(metric["name"]) or {}).get("differences")).size
+            yield PlotFile(path("diff", metric["name"], f"-pair{number}"),
+                           f"{metric['name']}: {system} − {baseline}",
+                           _difference_caption(metric, pair, count), SECTION_DIFFERENCES, metric["name"],
+                           (baseline, system)), figure
+
+
+def write_plots(comparison: dict, plots_dir: str | Path) -> list[PlotFile]:
+    """Save every figure as a PNG into ``plots_dir`` (created); paths in the result are ``plots/<file>``."""
+    plots_dir = Path(plots_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for plot, figure in iter_figures(comparison):
+        figure.savefig(plots_dir / Path(plot.path).name, dpi=DPI, metadata={"Software": None})
+        figure.clear()  # detached figures are not registered with pyplot: clearing frees them at once
+        written.append(plot)
+    return written
