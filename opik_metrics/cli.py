@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .catalog import METRICS, metric_spec
+from .cli_compare import register as register_compare_command
 from .cli_experiments import register as register_experiment_commands
 from .neural.registry import ModelNotAvailableError
 from .table import format_table
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bertscore_options(explain)
     explain.set_defaults(func=cmd_explain)
     register_experiment_commands(sub)
+    register_compare_command(sub)
     return parser
 
 

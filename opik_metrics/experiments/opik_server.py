@@ -49,10 +49,12 @@ def ping_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/is-alive/ping"
 
 
-def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "") -> None:
+LOCAL_ADVICE = "pass --backend local to keep results in the local store and push them later"
+
+
+def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "", local_advice: str = LOCAL_ADVICE) -> None:
     """Raise OpikServerUnavailable unless the Opik API at ``url`` answers its ping within ``timeout``."""
-    advice = ("Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), or pass "
-              "--backend local to keep results in the local store and push them later.")
+    advice = f"Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), or {local_advice}."
     where = f"Opik server at {url}" + (f" (configured by {why})" if why else "")
     try:
         response = requests.get(ping_url(url), timeout=timeout)
@@ -72,7 +74,8 @@ def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "") -> 
                                     f"instead of a healthy Opik backend. {advice}")
 
 
-def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_TIMEOUT_S) -> Backend:
+def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_TIMEOUT_S,
+                   local_advice: str = LOCAL_ADVICE) -> Backend:
     """``local``: the store. ``opik``: the configured server, which must answer. ``auto``: the
     server when one is configured (it must answer: being configured is asking for it), else the store.
     """
@@ -86,5 +89,5 @@ def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_
     why = configured_by(cfg)
     if why is None and requested == "auto":
         return Backend("local", "no Opik server configured (OPIK_URL_OVERRIDE, OPIK_API_KEY, `opik configure`)")
-    check_server(cfg.url_override, timeout, why or "the default Opik URL")
+    check_server(cfg.url_override, timeout, why or "the default Opik URL", local_advice)
     return Backend("opik", f"Opik server at {cfg.url_override}", cfg.url_override)

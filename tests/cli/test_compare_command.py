@@ -1,0 +1,99 @@
+"""`opik-metrics compare` on a local store: the summary printed, the report and JSON written, the
+numbers equal to the library call's, and clear one-line errors."""
+import json
+
+import pytest
+
+from opik_metrics.cli import main
+from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+from opik_metrics.compare.sources import load_experiments
+from opik_metrics.experiments.store import ExperimentStore
+from tests.compare.systems import store_with
+from tests.compare.test_sources import REFS, SYSTEMS
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    systems = {**SYSTEMS, "sys-c": [*SYSTEMS["sys-a"][:-1], "!fail"]}
+    return store_with(tmp_path_factory.mktemp("compare") / "store.sqlite", REFS, systems)
+
+
+def test_summary_report_and_json(store, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["compare", "sys-a", "sys-b", "sys-c", "--store", str(store), "--output", str(out),
+                 "--resamples", "200", "--seed", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "sys-b vs sys-a (baseline), 8 shared items" in printed
+    assert "sys-c vs sys-b (baseline), 7 shared items" in printed
+    assert "corpus_bleu" in printed and "rouge1_f1" in printed and "rouge1_precision" not in printed
+    assert "failed items: sys-c 1" in printed
+    assert f"report: {out / 'index.html'}" in printed
+    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    with ExperimentStore(store) as db:
+        runs = load_experiments(["sys-a", "sys-b", "sys-c"], store=db)
+    expected = compare_experiments(runs, CompareSettings(resamples=200, seed=5), source=f"local store {store}",
+                                   created_at=data["created_at"])
+    assert data == json.loads(json.dumps(expected))
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "sys-a" in html and "sys-c" in html and "crashed on this item" in html
+    assert (out / "plots").is_dir() and any((out / "plots").glob("*.png"))
+
+
+def test_json_output_and_chosen_metrics(store, tmp_path, capsys):
+    assert main(["compare", "sys-a", "sys-b", "--store", str(store), "-o", str(tmp_path / "r"), "--metric", "bleu",
+                 "--metric", "corpus_bleu", "--format", "json", "--resamples", "100"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in data["metrics"]] == ["bleu", "corpus_bleu"]
+    assert data["pairs"][0]["metrics"]["corpus_bleu"]["p_value"] is not None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sys-a", "nope"], "no experiment named 'nope'"),
+    (["sys-a"], "at least two experiment names"),
+    (["sys-a", "sys-b", "--metric", "rouge7_f1"], "metric rouge7_f1 is in none of the experiments"),
+    (["sys-a", "sys-b", "--resamples", "0"], "resamples: expected a positive integer"),
+    (["sys-a", "sys-b", "--confidence", "95"], "confidence: expected a number between 0 and 1"),
+])
+def test_errors_are_one_clear_line(store, tmp_path, capsys, argv, message):
+    assert main(["compare", *argv, "--store", str(store), "--output", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_missing_store_is_named(tmp_path, capsys):
+    assert main(["compare", "a", "b", "--store", str(tmp_path / "none.sqlite"), "--output", str(tmp_path / "r")]) == 2
+    assert "no experiment store at" in capsys.readouterr().err
+
+
+def test_opik_asked_for_but_down_fails_fast(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")
+    assert main(["compare", "a", "b", "--opik", "--output", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "Opik server at http://127.0.0.1:9/api" in err and "not reachable" in err and "Traceback" not in err
+    assert "pass --store PATH to compare experiments of the local store" in err
+
+
+def test_output_that_is_a_file_is_refused(store, tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["compare", "sys-a", "sys-b", "--store", str(store), "--output", str(target)]) == 2
+    assert str(target) in capsys.readouterr().err
+
+
+def test_the_report_as_a_person_sees_it(store, tmp_path, capsys):
+    """The real command's page in headless chromium: a full screenshot, and the text a reader gets."""
+    from PIL import Image
+
+    from tests.compare.browser import dump_dom, require_chromium, screenshot
+
+    require_chromium()
+    out = tmp_path / "report"
+    assert main(["compare", "sys-a", "sys-b", "--store", str(store), "--output", str(out), "--resamples", "200"]) == 0
+    png = screenshot(out / "index.html", tmp_path / "page.png", width=1280, height=2000)
+    with Image.open(png) as image:
+        assert image.size == (1280, 2000)
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 500                 # plots and tables, not a blank page
+    text = dump_dom(out / "index.html")
+    for expected in ("sys-a", "sys-b", "rouge1_f1", "corpus_bleu", "significant", "paired bootstrap"):
+        assert expected in text, expected
