@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export OPIK_ANALYTICS_ENABLE ?= false
 export OPIK_SENTRY_ENABLE ?= false
 
-.PHONY: venv demo test bench clean
+.PHONY: venv browser demo test bench clean
 
 venv: $(STAMP)
 
@@ -24,7 +24,15 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/python -m opik_metrics.demo
 
-test: $(STAMP)
+# The report's browser test renders it in Debian's chromium; install it when missing (needs root or sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the report's browser test"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+	  || echo "could not install chromium: the browser test will be skipped"; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2 tests
 
 bench: $(STAMP)
