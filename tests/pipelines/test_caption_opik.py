@@ -22,7 +22,8 @@ from tests.pipelines.caption_fixtures import (FAST_GENERATION, GOOD, caption_tsv
 
 def _task(tmp_path, tiny_blip):  # noqa: F811
     captioner = BlipCaptioner(str(tiny_blip), generation=FAST_GENERATION, batch_size=2)
-    return CaptionTask(captioner, ImageFetcher(tmp_path / "cache", timeout=0.5, retries=0), progress=False)
+    return CaptionTask(captioner, ImageFetcher(tmp_path / "cache", timeout=1.0, retries=0),  # slow route: 1.5 s
+                       progress=False)
 
 
 def _good_items(caption_tsv):  # noqa: F811

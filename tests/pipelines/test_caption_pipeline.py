@@ -28,7 +28,7 @@ EXPECTED_FAILURES = {
 
 
 def _fetcher(tmp_path):
-    return ImageFetcher(tmp_path / "cache", timeout=(0.5, 0.3), retries=0, workers=4)
+    return ImageFetcher(tmp_path / "cache", timeout=(1.0, 1.0), retries=0, workers=4)  # slow route: 1.5 s
 
 
 def _run(tmp_path, tsv, tiny_blip, **kw):  # noqa: F811
