@@ -11,6 +11,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from opik_metrics.compare.plots import PlotFile
+from opik_metrics.numbers import is_number
 
 TEXT_LIMIT = 140  # characters of an item text shown in a table cell; the full text is in its title
 _DASH = "—"
@@ -92,13 +93,9 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def fmt_num(value: Any, signed: bool = False) -> str:
     """A number with 4 significant digits (0.4123, 23.46, 1234); "—" for a missing one."""
-    if not _is_number(value):
+    if not is_number(value):
         return _DASH
     if isinstance(value, int):
         return f"{value:+d}" if signed else str(value)
@@ -113,14 +110,14 @@ def fmt_num(value: Any, signed: bool = False) -> str:
 
 def fmt_p(value: Any) -> str:
     """A p-value: "<0.001" below 0.001, three decimals otherwise, "—" when there is none."""
-    if not _is_number(value):
+    if not is_number(value):
         return _DASH
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def fmt_interval(low: Any, high: Any, signed: bool = False) -> str:
     """``[low, high]`` with the same decimals for both ends (4 significant digits of the larger one)."""
-    if not (_is_number(low) and _is_number(high)):
+    if not (is_number(low) and is_number(high)):
         return _DASH
     larger = max(abs(low), abs(high))
     if larger == 0 or not 1e-4 <= larger < 1e6:
@@ -132,14 +129,14 @@ def fmt_interval(low: Any, high: Any, signed: bool = False) -> str:
 
 def _plain(value: Any) -> str:
     """A setting as written (0.05, 1e-09, 1000), "—" when missing."""
-    if _is_number(value):
+    if is_number(value):
         return f"{value:g}" if isinstance(value, float) else str(value)
     return esc(value) if value is not None else _DASH
 
 
 def _confidence(comparison: dict) -> str:
     value = (comparison.get("settings") or {}).get("confidence")
-    return f"{value * 100:g}%" if _is_number(value) else ""
+    return f"{value * 100:g}%" if is_number(value) else ""
 
 
 def _clip(value: Any, limit: int = TEXT_LIMIT) -> str:
@@ -191,7 +188,7 @@ def _direction_label(metric: dict) -> str:
 
 def _verdict(delta: Any, metric: dict) -> str | None:
     """"better" / "worse" for the system, from the sign of delta and the metric's direction."""
-    if not _is_number(delta) or delta == 0:
+    if not is_number(delta) or delta == 0:
         return None
     return "better" if (delta > 0) == _higher_is_better(metric) else "worse"
 
@@ -199,7 +196,7 @@ def _verdict(delta: Any, metric: dict) -> str | None:
 def _significance(entry: dict, metric: dict) -> str:
     """A clearly marked badge: significant (better / worse) or not significant; "—" without a test."""
     significant = entry.get("significant")
-    if significant is None or not _is_number(entry.get("p_value")):
+    if significant is None or not is_number(entry.get("p_value")):
         return _DASH
     if not significant:
         return '<span class="badge not">not significant</span>'
@@ -388,7 +385,7 @@ def _failed_section(comparison: dict) -> str:
     parts = []
     for name in names:
         items = failed.get(name) or []
-        count = counts.get(name) if _is_number(counts.get(name)) else len(items)
+        count = counts.get(name) if is_number(counts.get(name)) else len(items)
         parts.append(f"<h3>{esc(name)}: {fmt_num(count)} failed item{'s' if count != 1 else ''}</h3>")
         if not items:
             parts.append('<p class="missing">No failed items listed.</p>')

@@ -5,7 +5,6 @@ figure state is created or leaked and the output is the same for the same input.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
+
+from opik_metrics.numbers import is_number
 
 PLOTS_DIR = "plots"
 FIGSIZE = (6.4, 3.6)
@@ -67,10 +68,6 @@ def _finite(values: Sequence[Any] | None) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _direction(metric: dict) -> str:
     return "higher is better" if metric.get("higher_is_better", True) else "lower is better"
 
@@ -78,7 +75,7 @@ def _direction(metric: dict) -> str:
 def _confidence_label(comparison: dict) -> str:
     """"95%" from settings.confidence (0.95)."""
     confidence = (comparison.get("settings") or {}).get("confidence")
-    return f"{confidence * 100:g}%" if _is_number(confidence) else "CI"
+    return f"{confidence * 100:g}%" if is_number(confidence) else "CI"
 
 
 def _experiment_names(comparison: dict) -> list[str]:
@@ -137,7 +134,7 @@ def _distribution_figure(comparison: dict, metric: dict) -> Figure | None:
         jitter = rng.uniform(-0.18, 0.18, values.size)
         ax.scatter(position + jitter, values, s=10, alpha=0.55, color=_colour(index), linewidths=0,
                    label=f"{_mpl_text(experiment, _LABEL_CHARS)} (n={values.size})", zorder=3)
-        means.append(mean if _is_number(mean) and (mean > 0 or not log) else float(np.mean(values)))
+        means.append(mean if is_number(mean) and (mean > 0 or not log) else float(np.mean(values)))
     ax.scatter(positions, means, marker="D", s=36, color="black", zorder=4, label="mean")
     ax.set_xticks(positions, _short_names([s[1] for s in series]))
     if log:
@@ -163,7 +160,7 @@ def _distribution_caption(metric: dict) -> str:
 def _bounds(entry: dict) -> tuple[float, float | None, float | None]:
     value = entry.get("value")
     low, high = entry.get("low"), entry.get("high")
-    return value, (low if _is_number(low) else None), (high if _is_number(high) else None)
+    return value, (low if is_number(low) else None), (high if is_number(high) else None)
 
 
 def _in_unit_interval(comparison: dict, metric: dict) -> bool:
@@ -171,14 +168,14 @@ def _in_unit_interval(comparison: dict, metric: dict) -> bool:
     if metric.get("scale") == "log":
         return False
     entries = ((comparison.get("scores") or {}).get(metric["name"]) or {}).values()
-    numbers = [n for e in entries for n in _bounds(e) if _is_number(n)]
+    numbers = [n for e in entries for n in _bounds(e) if is_number(n)]
     return bool(numbers) and all(-1e-9 <= n <= 1 + 1e-9 for n in numbers)
 
 
 def _error_bar(ax: Any, x: float, entry: dict, colour: str, label: str, horizontal: bool) -> None:
     """One mean with its interval (no bar when the interval is unknown)."""
     value, low, high = _bounds(entry)
-    if not _is_number(value):
+    if not is_number(value):
         return
     error = None
     if low is not None and high is not None:
@@ -199,7 +196,7 @@ def _means_overview_figure(comparison: dict, metrics: list[dict]) -> Figure:
         labelled = False
         for position, metric in enumerate(metrics):
             entry = ((comparison.get("scores") or {}).get(metric["name"]) or {}).get(experiment)
-            if entry and _is_number(entry.get("value")):
+            if entry and is_number(entry.get("value")):
                 label = "_nolegend_" if labelled else _mpl_text(experiment, _LABEL_CHARS)
                 _error_bar(ax, position + offset, entry, _colour(index), label, horizontal=False)
                 labelled = True
@@ -220,7 +217,7 @@ def _means_metric_figure(comparison: dict, metric: dict) -> Figure | None:
     """One metric's means per experiment (horizontal error bars), log axis for log-scale metrics."""
     names = _experiment_names(comparison)
     per_experiment = (comparison.get("scores") or {}).get(metric["name"]) or {}
-    rows = [(i, n) for i, n in enumerate(names) if _is_number((per_experiment.get(n) or {}).get("value"))]
+    rows = [(i, n) for i, n in enumerate(names) if is_number((per_experiment.get(n) or {}).get("value"))]
     if not rows:
         return None
     figure, ax = _new_figure()
@@ -263,7 +260,7 @@ def _difference_figure(comparison: dict, metric: dict, pair: dict, system_index:
     figure, ax = _new_figure()
     ax.hist(differences, bins=_bins(differences), color="0.6", edgecolor="white", label="items")
     low, high = entry.get("delta_low"), entry.get("delta_high")
-    if _is_number(low) and _is_number(high):
+    if is_number(low) and is_number(high):
         ax.axvspan(low, high, color=colour, alpha=0.25, lw=0,
                    label=f"{_confidence_label(comparison)} CI of delta")
     ax.axvline(0.0, color="black", linestyle="--", linewidth=1, label="no difference")

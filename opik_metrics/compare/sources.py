@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..experiments.scoring import is_number
+from ..numbers import is_number
 from ..experiments.store import ExperimentStore
 from ..experiments.summary import item_keys
 from .corpus import SENTENCE_BLEU, bleu_metadata_from_texts, corpus_bleu_scorer

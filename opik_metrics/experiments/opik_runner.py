@@ -10,7 +10,8 @@ from typing import Any, Sequence
 import opik
 
 from .opik_datasets import insert_items
-from .scoring import ExperimentScorer, is_number
+from ..numbers import is_number
+from .scoring import ExperimentScorer
 from .summary import ExperimentSummary
 from .tasks import ItemFailure, Task, prepare_chunk
 

@@ -3,7 +3,6 @@ chunk at a time through ``score_batch`` where a metric has one; failures become 
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 from opik.evaluation.metrics.score_result import ScoreResult
@@ -74,6 +73,3 @@ def run_experiment_scorers(scorers: Sequence[ExperimentScorer], test_results: li
             out.append(failed_result(f"{owner}_experiment_score", exc))
     return out
 
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

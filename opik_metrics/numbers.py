@@ -1,0 +1,10 @@
+"""The one test of "a usable number" shared by the store, the runners and the comparison report."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (bools are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
