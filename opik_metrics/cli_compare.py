@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from .cli_experiments import _guarded, _store_argument
+from .compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
 from .table import format_table
 
 
@@ -82,15 +83,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _interval(entry: dict | None) -> str:
+    """A score with its interval, written as on the report page."""
     if not entry:
-        return "-"
-    return f"{entry['value']:.4g} [{entry['low']:.4g}, {entry['high']:.4g}]"
-
-
-def _p_value(p: float | None) -> str:
-    if p is None:
-        return "-"
-    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+        return DASH
+    return f"{fmt_num(entry['value'])} {fmt_interval(entry['low'], entry['high'])}"
 
 
 def print_comparison(comparison: dict[str, Any]) -> None:
@@ -107,12 +103,11 @@ def print_comparison(comparison: dict[str, Any]) -> None:
             name = metric["name"]
             entry = pair["metrics"][name]
             verdict = f"{entry['better']} better" if entry["significant"] else "not significant"
-            wtl = "-" if entry["wins"] is None else f"{entry['wins']}/{entry['ties']}/{entry['losses']}"
+            wtl = DASH if entry["wins"] is None else f"{entry['wins']}/{entry['ties']}/{entry['losses']}"
             arrow = "" if metric["higher_is_better"] else " (lower better)"
             rows.append([name + arrow, _interval(comparison["scores"][name].get(a)),
                          _interval(comparison["scores"][name].get(b)),
-                         "-" if entry["delta"] is None else f"{entry['delta']:+.4g}",
-                         _p_value(entry["p_value"]), verdict, wtl])
+                         fmt_num(entry["delta"], signed=True), fmt_p(entry["p_value"]), verdict, wtl])
         print(format_table(["score", a, b, "delta", "p", "verdict", "wins/ties/losses"], rows))
     failed = {name: len(items) for name, items in comparison["failed_items"].items() if items}
     if failed:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from typing import Any, Iterable, Sequence
 
+from opik_metrics.compare.formatting import DASH as _DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.plots import PlotFile
 from opik_metrics.numbers import is_number
 
 TEXT_LIMIT = 140  # characters of an item text shown in a table cell; the full text is in its title
-_DASH = "—"
 
 _CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --accent: #0b5cad;
@@ -91,40 +90,6 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def fmt_num(value: Any, signed: bool = False) -> str:
-    """A number with 4 significant digits (0.4123, 23.46, 1234); "—" for a missing one."""
-    if not is_number(value):
-        return _DASH
-    if isinstance(value, int):
-        return f"{value:+d}" if signed else str(value)
-    sign = "+" if signed else ""
-    if value == 0:
-        return f"{sign}0" if not signed else "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    if magnitude >= 6 or magnitude < -4:
-        return f"{value:{sign}.3e}"
-    return f"{value:{sign}.{max(0, 3 - magnitude)}f}"
-
-
-def fmt_p(value: Any) -> str:
-    """A p-value: "<0.001" below 0.001, three decimals otherwise, "—" when there is none."""
-    if not is_number(value):
-        return _DASH
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def fmt_interval(low: Any, high: Any, signed: bool = False) -> str:
-    """``[low, high]`` with the same decimals for both ends (4 significant digits of the larger one)."""
-    if not (is_number(low) and is_number(high)):
-        return _DASH
-    larger = max(abs(low), abs(high))
-    if larger == 0 or not 1e-4 <= larger < 1e6:
-        return f"[{fmt_num(low, signed)}, {fmt_num(high, signed)}]"
-    decimals = max(0, 3 - math.floor(math.log10(larger)))
-    sign = "+" if signed else ""
-    return f"[{low:{sign}.{decimals}f}, {high:{sign}.{decimals}f}]"
 
 
 def _plain(value: Any) -> str:
