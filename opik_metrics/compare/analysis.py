@@ -23,6 +23,7 @@ TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
 _LOWER_IS_BETTER = ("perplexity", "kl")
 _PARTS_HIDDEN = ("_precision", "_recall", "BERTPrecision", "BERTRecall")
 _CORPUS_OF = {SENTENCE_BLEU: CORPUS_BLEU, PERPLEXITY: CORPUS_PERPLEXITY}
+_ITEM_STATISTICS = {CORPUS_BLEU: item_bleu_stats, CORPUS_PERPLEXITY: item_perplexity_sums}  # per corpus score
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def _signature(score: str, experiments: Sequence[ExperimentRecords]) -> str | No
 
 
 def _corpus_values(name: str, items: Sequence[ItemRecord]) -> list:
-    extract = item_bleu_stats if name == CORPUS_BLEU else item_perplexity_sums
+    extract = _ITEM_STATISTICS[name]
     return [v for v in (extract(item) for item in items if not item.failed) if v is not None]
 
 
@@ -159,8 +160,7 @@ def _has(metric: dict, item: ItemRecord) -> bool:
     name = metric["name"]
     if metric["kind"] == "mean":
         return name in item.scores
-    extract = item_bleu_stats if name == CORPUS_BLEU else item_perplexity_sums
-    return extract(item) is not None
+    return _ITEM_STATISTICS[name](item) is not None
 
 
 def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> dict:
