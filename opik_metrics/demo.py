@@ -65,13 +65,12 @@ def demo_metrics() -> list[Any]:
 
 def truncated(teacher: Any, layers: int) -> Any:
     """The teacher's first ``layers`` layers as a student CausalLM (what distillation starts from)."""
-    from dataclasses import replace
-
     from pipelines.distillation_student import truncated_student
 
-    model = truncated_student(teacher, layers).eval()
-    return replace(teacher, name=f"{teacher.name} (first {layers} layers)", model=model,
-                   signature=f"{teacher.signature}|layers:{layers}")
+    from .neural.causal_lm import CausalLM
+
+    return CausalLM.from_objects(truncated_student(teacher, layers).eval(), teacher.tokenizer,
+                                 name=f"{teacher.name} (first {layers} layers)")
 
 
 def run_demo(out: Path, progress: bool = True) -> Path:
