@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .versions import ours as _ours
+from opik_metrics.core.versions import ours as _ours
 
 __version__ = _ours()
 

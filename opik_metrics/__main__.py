@@ -1,6 +1,6 @@
 """``python -m opik_metrics`` runs the CLI."""
 import sys
 
-from .cli import main
+from opik_metrics.cli import main
 
 sys.exit(main())

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .catalog import METRICS, metric_spec
-from .cli_compare import register as register_compare_command
-from .cli_experiments import register as register_experiment_commands
-from .neural.registry import ModelNotAvailableError
-from .table import format_table
+from opik_metrics.catalog import METRICS, metric_spec
+from opik_metrics.cli_compare import register as register_compare_command
+from opik_metrics.cli_experiments import register as register_experiment_commands
+from opik_metrics.neural.registry import ModelNotAvailableError
+from opik_metrics.table import format_table
 
 
 class CLIError(Exception):
@@ -65,7 +65,7 @@ def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from .experiments.batch import score_texts
+    from opik_metrics.experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
     names = args.metric or ["rouge", "bleu"]
@@ -167,7 +167,7 @@ def _add_bertscore_options(group: Any) -> None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .metrics.bertscore import BERTScore
+    from opik_metrics.metrics.bertscore import BERTScore
 
     try:
         metric = BERTScore(model=args.bertscore_model, num_layers=args.num_layers, lang=args.lang,

@@ -8,13 +8,13 @@ import json
 import sys
 from typing import Any
 
-from .cli_experiments import _guarded, _store_argument
-from .compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
-from .table import format_table
+from opik_metrics.cli_experiments import _guarded, _store_argument
+from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.table import format_table
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from .compare.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from opik_metrics.compare.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="experiments to compare (two or more); the first is the baseline")
@@ -41,9 +41,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
     """The named experiments from the chosen source, and that source in words."""
-    from .compare.sources import load_experiments
-    from .experiments.opik_server import choose_backend
-    from .experiments.store import ExperimentStore
+    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.experiments.opik_server import choose_backend
+    from opik_metrics.experiments.store import ExperimentStore
 
     backend = choose_backend("local" if args.store else ("opik" if args.opik else "auto"),
                              local_advice="pass --store PATH to compare experiments of the local store")
@@ -58,8 +58,8 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
 
 @_guarded
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare.analysis import CompareSettings, compare_experiments
-    from .compare.report import write_report
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.report import write_report
 
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")

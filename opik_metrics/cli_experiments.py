@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from .table import format_table
+from opik_metrics.table import format_table
 
 _SHOWN_SUFFIXES = ("_precision", "_recall")
 
@@ -21,10 +21,10 @@ def _fail(message: str, status: int = 2) -> int:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message is the whole story: printed as one line, no traceback."""
-    from .experiments.opik_server import OpikServerUnavailable
-    from .experiments.store import StoreError
-    from .metrics.inputs import MetricInputError
-    from .neural.registry import ModelNotAvailableError
+    from opik_metrics.experiments.opik_server import OpikServerUnavailable
+    from opik_metrics.experiments.store import StoreError
+    from opik_metrics.core.inputs import MetricInputError
+    from opik_metrics.neural.registry import ModelNotAvailableError
 
     errors: list[type[BaseException]] = [OpikServerUnavailable, StoreError, MetricInputError,
                                          ModelNotAvailableError, ValueError]
@@ -65,7 +65,7 @@ def _store_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``caption`` (also used by ``python -m pipelines.captioning``)."""
-    from .neural.captioner import CAPTION_MODEL, GENERATION_DEFAULTS
+    from opik_metrics.neural.captioner import CAPTION_MODEL, GENERATION_DEFAULTS
 
     g = parser.add_argument_group("data (one source)")
     g.add_argument("--tsv", metavar="PATH_OR_URL", help="Conceptual Captions TSV: caption<TAB>url, no header")
@@ -166,14 +166,14 @@ def cmd_caption(args: argparse.Namespace) -> int:
 # ---- experiments list | show | push -------------------------------------------------------
 
 def _open_store(args: argparse.Namespace):
-    from .experiments.store import ExperimentStore
+    from opik_metrics.experiments.store import ExperimentStore
 
     return ExperimentStore(args.store, create=False)
 
 
 @_guarded
 def cmd_list(args: argparse.Namespace) -> int:
-    from .experiments.store import StoreNotFound
+    from opik_metrics.experiments.store import StoreNotFound
 
     try:
         store = _open_store(args)
@@ -252,7 +252,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_push(args: argparse.Namespace) -> int:
-    from .experiments.push import push_experiment
+    from opik_metrics.experiments.push import push_experiment
 
     with _open_store(args) as store:
         report = push_experiment(store, args.name, project_name=args.project, dataset_name=args.dataset_name,

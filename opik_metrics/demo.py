@@ -50,12 +50,12 @@ def system_task(path: Path, n_items: int) -> Callable[[dict], dict]:
 
 def demo_metrics() -> list[Any]:
     """Every metric of the pack, on packaged models (no network)."""
-    from .metrics.bertscore import BERTScore
-    from .metrics.bleu import BLEU
-    from .metrics.distillation import DistillationKL
-    from .metrics.perplexity import Perplexity
-    from .metrics.rouge import ROUGE
-    from .neural.causal_lm import load_causal_lm
+    from opik_metrics.metrics.bertscore import BERTScore
+    from opik_metrics.metrics.bleu import BLEU
+    from opik_metrics.metrics.distillation import DistillationKL
+    from opik_metrics.metrics.perplexity import Perplexity
+    from opik_metrics.metrics.rouge import ROUGE
+    from opik_metrics.neural.causal_lm import load_causal_lm
 
     smollm2 = load_causal_lm("packaged:smollm2")
     return [ROUGE(track=False), BLEU(track=False), BERTScore(model="packaged:minilm", track=False),
@@ -67,7 +67,7 @@ def truncated(teacher: Any, layers: int) -> Any:
     """The teacher's first ``layers`` layers as a student CausalLM (what distillation starts from)."""
     from pipelines.distillation_student import truncated_student
 
-    from .neural.causal_lm import CausalLM
+    from opik_metrics.neural.causal_lm import CausalLM
 
     return CausalLM.from_objects(truncated_student(teacher, layers).eval(), teacher.tokenizer,
                                  name=f"{teacher.name} (first {layers} layers)")
@@ -75,12 +75,12 @@ def truncated(teacher: Any, layers: int) -> Any:
 
 def run_demo(out: Path, progress: bool = True) -> Path:
     """Both experiments, the comparison and its report under ``out``; returns the report page."""
-    from .cli_compare import print_comparison
-    from .compare.analysis import CompareSettings, compare_experiments
-    from .compare.report import write_report
-    from .compare.sources import load_experiments
-    from .experiments.runner import run_experiment
-    from .experiments.store import ExperimentStore
+    from opik_metrics.cli_compare import print_comparison
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.report import write_report
+    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.experiments.runner import run_experiment
+    from opik_metrics.experiments.store import ExperimentStore
 
     items = demo_items()
     metrics = demo_metrics()

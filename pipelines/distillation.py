@@ -31,8 +31,8 @@ from opik_metrics.metrics.perplexity import Perplexity
 from opik_metrics.metrics.rouge import ROUGE
 from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
 
-from .distillation_data import TRAIN_TEXTS, heldout_items
-from .distillation_student import TrainConfig, train_student, truncated_student
+from pipelines.distillation_data import TRAIN_TEXTS, heldout_items
+from pipelines.distillation_student import TrainConfig, train_student, truncated_student
 
 QUICK = {"steps": 4, "heldout": 3, "max_new_tokens": 8}
 DATASET_NAME = "opik-metrics-distillation"

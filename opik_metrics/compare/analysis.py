@@ -4,26 +4,23 @@ that differ most, and failed items. The result is a plain JSON-able dict (schema
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import combinations
 from typing import Any, Sequence
 
-from ..versions import ours, package_version
-from .bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusBLEUStatistic,
-                        MeanStatistic, bootstrap_interval, paired_bootstrap, resample_indices,
-                        wins_ties_losses)
-from .corpus import (CORPUS_BLEU, CORPUS_PERPLEXITY, PERPLEXITY, SENTENCE_BLEU, PooledPerplexity,
-                     corpus_bleu_scorer, item_bleu_stats, item_perplexity_sums)
-from .records import ExperimentRecords, ItemRecord
+from opik_metrics.core.versions import ours, package_version
+from opik_metrics.compare.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusStatistic,
+                                            MeanStatistic, bootstrap_interval, paired_bootstrap, resample_indices,
+                                            wins_ties_losses)
+from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
+from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.core.numbers import is_number
 
 SCHEMA = "opik-metrics/compare/1"
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
-_LOWER_IS_BETTER = ("perplexity", "kl")
-_PARTS_HIDDEN = ("_precision", "_recall", "BERTPrecision", "BERTRecall")
-_CORPUS_OF = {SENTENCE_BLEU: CORPUS_BLEU, PERPLEXITY: CORPUS_PERPLEXITY}
-_ITEM_STATISTICS = {CORPUS_BLEU: item_bleu_stats, CORPUS_PERPLEXITY: item_perplexity_sums}  # per corpus score
 
 
 @dataclass(frozen=True)
@@ -51,10 +48,20 @@ class CompareSettings:
             raise ValueError(f"top_k: expected a non-negative integer, got {self.top_k!r}")
 
 
-def lower_is_better(name: str) -> bool:
-    """Perplexity and KL divergences are better when lower; every other score when higher."""
-    lowered = name.lower()
-    return any(part in lowered for part in _LOWER_IS_BETTER)
+def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFacts:
+    """What the experiments' recorded metric facts say about score ``name``: its own declared
+    facts, else the direction of the metric that gave it (a foreign metric's ``higher_is_better``),
+    else higher-is-better. Never decided from the name."""
+    for e in experiments:
+        for facts in e.facts.values():
+            declared = facts.score(name)
+            if declared is not None:
+                return declared
+    for e in experiments:
+        metric = e.facts.get(e.score_metrics.get(name, name))
+        if metric is not None:
+            return ScoreFacts(name, higher_is_better=metric.higher_is_better)
+    return ScoreFacts(name)
 
 
 def compare_experiments(experiments: Sequence[ExperimentRecords], settings: CompareSettings = CompareSettings(),
@@ -99,12 +106,13 @@ def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareS
     item_names: dict[str, None] = {}
     for e in experiments:
         item_names.update(dict.fromkeys(e.score_names()))
+    corpora = _corpora(experiments)
     available: list[tuple[str, str]] = []
     for name in item_names:
         available.append((name, "mean"))
-        corpus = _CORPUS_OF.get(name)
-        if corpus and any(_corpus_values(corpus, e.items) for e in experiments):
-            available.append((corpus, "corpus"))
+        for corpus in corpora.get(name, []):
+            if any(_has({"name": corpus, "kind": "corpus"}, item, e) for e in experiments for item in e.items):
+                available.append((corpus, "corpus"))
     if settings.metrics:
         known = {name: kind for name, kind in available}
         unknown = [m for m in settings.metrics if m not in known]
@@ -113,34 +121,52 @@ def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareS
                              f"they have: {', '.join(known) or 'no scores'}")
         chosen = [(m, known[m]) for m in dict.fromkeys(settings.metrics)]
     else:
-        chosen = [(n, k) for n, k in available if settings.all_scores or not n.endswith(_PARTS_HIDDEN)]
+        chosen = [(n, k) for n, k in available if settings.all_scores or not score_facts(n, experiments).part]
     if not chosen:
         raise ValueError("the experiments have no scores to compare")
-    return [{"name": name, "kind": kind, "higher_is_better": not lower_is_better(name),
-             "scale": "log" if "perplexity" in name.lower() else "linear",
-             "signature": _signature(name, experiments)} for name, kind in chosen]
+    out = []
+    for name, kind in chosen:
+        facts = score_facts(name, experiments)
+        out.append({"name": name, "kind": kind, "higher_is_better": facts.higher_is_better, "scale": facts.scale,
+                    "bounds": list(facts.bounds), "signature": _signature(name, experiments)})
+    return out
+
+
+def _corpora(experiments: Sequence[ExperimentRecords]) -> dict[str, list[str]]:
+    """Corpus scores of their own (not means), by the item score that carries their statistics."""
+    out: dict[str, list[str]] = {}
+    for e in experiments:
+        for facts in e.facts.values():
+            corpus = facts.corpus
+            if corpus is not None and not corpus.is_mean and corpus.name not in out.get(corpus.carrier, []):
+                out.setdefault(corpus.carrier, []).append(corpus.name)
+    return out
 
 
 def _signature(score: str, experiments: Sequence[ExperimentRecords]) -> str | None:
-    """The signature the scores carry (metadata), else the experiment config's metric signature."""
-    base = score.removeprefix("corpus_")
+    """The signature of the metric that declared ``score``, else the one its results carry."""
+    for e in experiments:
+        for facts in e.facts.values():
+            if facts.score(score) is not None and facts.signature:
+                return str(facts.signature)
     for e in experiments:
         if score in e.experiment_score_metadata and e.experiment_score_metadata[score].get("signature"):
             return str(e.experiment_score_metadata[score]["signature"])
         for item in e.items:
-            signature = item.metadata.get(base, {}).get("signature")
+            signature = item.metadata.get(score, {}).get("signature")
             if signature:
-                return str(signature)
-    for e in experiments:
-        for metric, signature in (e.config.get("metrics") or {}).items():
-            if base.lower().startswith(str(metric).lower()):
                 return str(signature)
     return None
 
 
-def _corpus_values(name: str, items: Sequence[ItemRecord]) -> list:
-    extract = _ITEM_STATISTICS[name]
-    return [v for v in (extract(item) for item in items if not item.failed) if v is not None]
+def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> list | None:
+    """The item's statistics for ``corpus`` (from its carrier score's metadata), when complete."""
+    if item.failed or corpus.carrier not in item.scores:
+        return None
+    row = (item.metadata.get(corpus.carrier) or {}).get("statistics")
+    if not isinstance(row, list) or len(row) != len(corpus.fields) or not all(is_number(v) for v in row):
+        return None
+    return row
 
 
 def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
@@ -148,25 +174,25 @@ def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[Item
     name = metric["name"]
     if metric["kind"] == "mean":
         return MeanStatistic([item.scores[name] for item in items])
-    if name == CORPUS_BLEU:
-        scorer, _ = corpus_bleu_scorer(experiment)
-        return CorpusBLEUStatistic([item_bleu_stats(item) for item in items], scorer)
-    return PooledPerplexity([item_perplexity_sums(item) for item in items])
+    corpus = experiment.corpus(name)
+    formula = functools.partial(resolve_formula(corpus.formula), **corpus.options)
+    return CorpusStatistic([_stats_row(corpus, item) for item in items], formula)
 
 
-def _has(metric: dict, item: ItemRecord) -> bool:
+def _has(metric: dict, item: ItemRecord, experiment: ExperimentRecords) -> bool:
     if item.failed:
         return False
     name = metric["name"]
     if metric["kind"] == "mean":
         return name in item.scores
-    return _ITEM_STATISTICS[name](item) is not None
+    corpus = experiment.corpus(name)
+    return corpus is not None and _stats_row(corpus, item) is not None
 
 
 def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> dict:
     out = {}
     for e in experiments:
-        items = [item for item in e.items if _has(metric, item)]
+        items = [item for item in e.items if _has(metric, item, e)]
         if not items:
             continue
         stat = _statistic(metric, e, items)
@@ -196,7 +222,7 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
 
 def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRecords,
                  shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> dict:
-    both = [(a, b) for a, b in shared if _has(metric, a) and _has(metric, b)]
+    both = [(a, b) for a, b in shared if _has(metric, a, baseline) and _has(metric, b, system)]
     empty = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
              "p_value": None, "significant": False, "better": None, "n": 0, "wins": None, "ties": None,
              "losses": None, "differences": [], "largest_differences": []}
@@ -277,10 +303,9 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
         if e.failed_elsewhere:
             notes.append(f"{e.name}: {e.failed_elsewhere} failed item(s) were never uploaded to the server; "
                          "their reasons are counted in the experiment config (failure_reasons)")
-        if any(m["name"] == CORPUS_BLEU for m in metrics) and e.name in scores.get(CORPUS_BLEU, {}):
-            _, note = corpus_bleu_scorer(e)
-            if note:
-                notes.append(note)
+        if e.config.get("metrics") and not e.facts:
+            notes.append(f"{e.name}: its config records no metric facts (made by an older opik-metrics): its "
+                         "scores are compared as higher-is-better and have no corpus scores")
     for m in metrics:
         for e in experiments:
             entry = scores[m["name"]].get(e.name)

@@ -3,25 +3,23 @@
 Resample indices are drawn exactly as sacrebleu draws them (``numpy.random.default_rng(seed)``,
 ``choice`` with replacement, one row per resample), so that with the same seed and number of
 resamples our confidence intervals and paired p-values line up with sacrebleu's paired bootstrap.
-This module knows nothing of Opik, files or stores: numpy arrays and the BLEU engine only.
+This module knows nothing of Opik, files, stores or any metric: numpy arrays and formulas only.
 """
 from __future__ import annotations
 
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
-from opik_metrics.text.bleu import BLEUScorer
-from opik_metrics.text.bleu_types import BLEUStats
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
-    "CorpusBLEUStatistic",
+    "CorpusStatistic",
     "Interval",
     "MeanStatistic",
     "PairedResult",
@@ -160,47 +158,34 @@ class MeanStatistic:
         return f"MeanStatistic(n_items={self.n_items}, value={self.value!r})"
 
 
-class CorpusBLEUStatistic:
-    """Corpus BLEU, recomputed on each resample from the summed per-item sufficient statistics.
+class CorpusStatistic:
+    """A corpus score recomputed on each resample from summed per-item statistics: ``formula``
+    turns one summed row into the score (corpus BLEU from n-gram counts, corpus perplexity from
+    NLL and token counts, any metric's corpus formula).
 
-    Resampled sums are built as (how often each item is drawn) @ (items x statistics) in integer
-    arithmetic, chunk by chunk, never materialising the (R x n x F) gathered statistics.
+    Resampled sums are built as (how often each item is drawn) @ (items x statistics), chunk by
+    chunk, never materialising the (R x n x F) gathered statistics; float64 sums of whole counts
+    stay exact below 2**53.
     """
 
-    def __init__(self, stats: Sequence[BLEUStats], scorer: BLEUScorer) -> None:
-        if not isinstance(scorer, BLEUScorer):
-            raise ValueError(f"scorer must be a BLEUScorer, got {type(scorer).__name__}")
-        items = list(stats)
+    def __init__(self, rows: Sequence[Sequence[float]], formula: Callable[[Sequence[float]], float]) -> None:
+        if not callable(formula):
+            raise ValueError(f"formula must be callable, got {type(formula).__name__}")
+        items = list(rows)
         if not items:
-            raise ValueError("stats is empty; at least one item's BLEUStats is needed")
-        order = scorer.max_ngram_order
-        rows = []
-        for i, item in enumerate(items):
-            if not isinstance(item, BLEUStats):
-                raise ValueError(f"stats[{i}] must be BLEUStats, got {type(item).__name__}")
-            if len(item.correct) != order or len(item.total) != order:
-                raise ValueError(
-                    f"stats[{i}] has {len(item.correct)} n-gram orders, the scorer uses {order}"
-                )
-            rows.append((*item.correct, *item.total, item.sys_len, item.ref_len))
-        self._order = order
-        self._scorer = scorer
-        self._matrix = np.array(rows, dtype=np.int64)  # (n, 2 * order + 2)
-        if self._matrix.min() < 0:
-            k = int(np.flatnonzero((self._matrix < 0).any(axis=1))[0])
-            raise ValueError(f"stats[{k}] holds a negative count")
+            raise ValueError("rows is empty; at least one item's statistics are needed")
+        width = len(items[0])
+        for i, row in enumerate(items):
+            if len(row) != width:
+                raise ValueError(f"rows[{i}] has {len(row)} statistics, rows[0] has {width}")
+        self._matrix = _finite_matrix(items)
         self._matrix.flags.writeable = False
+        self._formula = formula
         self.n_items = len(items)
-        self.value = scorer.compute(sum(items), sentence=False).score
-
-    def _score(self, row: list[int]) -> float:
-        """Corpus BLEU of one summed statistics row."""
-        o = self._order
-        summed = BLEUStats(tuple(row[:o]), tuple(row[o:2 * o]), row[2 * o], row[2 * o + 1])
-        return self._scorer.compute(summed, sentence=False).score
+        self.value = float(formula(self._matrix.sum(axis=0).tolist()))
 
     def resampled(self, idx: np.ndarray) -> np.ndarray:
-        """Corpus BLEU of each resample (row of ``idx``), an (R,) array."""
+        """The corpus score of each resample (row of ``idx``), an (R,) array."""
         idx = _check_indices(idx, self.n_items)
         n = self.n_items
         out = np.empty(idx.shape[0], dtype=np.float64)
@@ -211,12 +196,23 @@ class CorpusBLEUStatistic:
             # counts[r, i]: how many times resample r drew item i (offset each row into its own bins)
             offsets = np.arange(rows, dtype=np.int64)[:, None] * n
             counts = np.bincount((block + offsets).ravel(), minlength=rows * n).reshape(rows, n)
-            sums = counts @ self._matrix  # int64: exact
-            out[start:start + rows] = [self._score(row) for row in sums.tolist()]
+            sums = counts.astype(np.float64) @ self._matrix
+            out[start:start + rows] = [self._formula(row) for row in sums.tolist()]
         return out
 
     def __repr__(self) -> str:
-        return f"CorpusBLEUStatistic(n_items={self.n_items}, value={self.value!r})"
+        return f"CorpusStatistic(n_items={self.n_items}, value={self.value!r})"
+
+
+def _finite_matrix(rows: list) -> np.ndarray:
+    try:
+        matrix = np.array(rows, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"rows must hold numbers: {exc}") from None
+    bad = np.argwhere(~np.isfinite(matrix))
+    if bad.size:
+        raise ValueError(f"rows[{int(bad[0][0])}] holds {float(matrix[tuple(bad[0])])!r}; statistics must be finite")
+    return matrix
 
 
 # -- intervals and the paired test ----------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from opik_metrics.numbers import is_number
+from opik_metrics.core.numbers import is_number
 
 DASH = "—"   # a number that is not there (no test, no score)
 

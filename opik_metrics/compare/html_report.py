@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from opik_metrics.compare.formatting import DASH as _DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.plots import PlotFile
-from opik_metrics.numbers import is_number
+from opik_metrics.core.numbers import is_number
 
 TEXT_LIMIT = 140  # characters of an item text shown in a table cell; the full text is in its title
 

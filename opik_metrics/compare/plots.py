@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from opik_metrics.numbers import is_number
+from opik_metrics.core.numbers import is_number
 
 PLOTS_DIR = "plots"
 FIGSIZE = (6.4, 3.6)

@@ -4,7 +4,10 @@ input, output, scores (with their metadata) or failure, and the experiment's own
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+from opik_metrics.core import CorpusFacts, MetricFacts
 
 
 @dataclass
@@ -43,6 +46,29 @@ class ExperimentRecords:
     experiment_scores: dict[str, float | None] = field(default_factory=dict)
     experiment_score_metadata: dict[str, dict] = field(default_factory=dict)
     failed_elsewhere: int = 0            # failed items the backend keeps no record of (Opik: left out)
+    score_metrics: dict[str, str] = field(default_factory=dict)   # score name -> the metric that gave it
+
+    @cached_property
+    def facts(self) -> dict[str, MetricFacts]:
+        """The facts of each metric, as recorded in the experiment config (``metrics``)."""
+        recorded = self.config.get("metrics") if isinstance(self.config, dict) else None
+        if not isinstance(recorded, dict):
+            return {}
+        out = {}
+        for name, entry in recorded.items():
+            if isinstance(entry, dict) and "metric" in entry:
+                try:
+                    out[str(name)] = MetricFacts.from_dict(entry)
+                except (KeyError, TypeError, ValueError):
+                    continue
+        return out
+
+    def corpus(self, name: str) -> CorpusFacts | None:
+        """The recorded corpus score ``name`` (with this experiment's own formula options)."""
+        for facts in self.facts.values():
+            if facts.corpus is not None and facts.corpus.name == name:
+                return facts.corpus
+        return None
 
     @property
     def failed_items(self) -> list[ItemRecord]:

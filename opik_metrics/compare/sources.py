@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..numbers import is_number
-from ..experiments.store import ExperimentStore
-from ..experiments.summary import item_keys
-from .corpus import SENTENCE_BLEU, bleu_metadata_from_texts, corpus_bleu_scorer
-from .records import ExperimentRecords, ItemRecord
+from opik_metrics.core.numbers import is_number
+from opik_metrics.experiments.store import ExperimentStore
+from opik_metrics.experiments.summary import item_keys
+from opik_metrics.compare.records import ExperimentRecords, ItemRecord
 
 
 def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
     """Experiment ``name`` from the local store (ExperimentNotFound names the stored ones)."""
     info = store.info(name)
     items = []
+    score_metrics: dict[str, str] = {}
     for stored in store.items(info.id):
         failed = stored.status == "failed"
         record = ItemRecord(key=stored.key, position=stored.position, input=stored.input,
@@ -26,6 +26,7 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
             record.failed, record.stage = True, "unfinished"
             record.reason = f"not scored yet (status {stored.status}): the run was interrupted; re-run it to resume"
         for score in stored.scores.values():
+            score_metrics[score.name] = score.metric
             record.metadata[score.name] = score.metadata or {}
             if not score.failed and is_number(score.value):
                 record.scores[score.name] = float(score.value)
@@ -35,14 +36,16 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
     corpus_meta = {s.name: s.metadata or {} for s in store.experiment_score_rows(info.id)}
     return ExperimentRecords(name=info.name, source=f"local store {store.path}", dataset=info.dataset,
                              status=info.status, config=info.config, items=items,
-                             experiment_scores=dict(info.experiment_scores), experiment_score_metadata=corpus_meta)
+                             experiment_scores=dict(info.experiment_scores), experiment_score_metadata=corpus_meta,
+                             score_metrics=score_metrics)
 
 
 def from_opik(client: Any, name: str, project_name: str | None = None) -> ExperimentRecords:
     """Experiment ``name`` from an Opik server through ``client`` (an ``opik.Opik``).
 
-    Opik keeps feedback scores without their metadata, so sentence BLEU's statistics (for corpus
-    BLEU on each resample) are recomputed from the item texts with the recorded BLEU options.
+    Opik keeps feedback scores without their metadata; each metric's span keeps the ScoreResults
+    it returned, so the items' statistics (for corpus scores on each resample) are read from the
+    spans of each item's trace, for the metrics whose recorded facts name a corpus score.
     """
     experiment = client.get_experiment_by_name(name, project_name=project_name)
     data = experiment.get_experiment_data()
@@ -57,7 +60,7 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
         dataset=data.dataset_name or experiment.dataset_name, status=str(data.status or "finished"),
         config=config, items=items, experiment_scores={k: v for k, v in scores.items() if is_number(v)},
         failed_elsewhere=int(config.get("failed_items") or 0))
-    _add_bleu_statistics(records)
+    _add_span_metadata(client, records, contents, project_name)
     return records
 
 
@@ -89,20 +92,24 @@ def _opik_item(key: str, position: int, item_input: dict, content: Any) -> ItemR
     return record
 
 
-def _add_bleu_statistics(records: ExperimentRecords) -> None:
-    """Sentence BLEU statistics recomputed from texts for items that have a BLEU score."""
-    if not any(SENTENCE_BLEU in item.scores for item in records.items):
+def _add_span_metadata(client: Any, records: ExperimentRecords, contents: Sequence[Any],
+                       project_name: str | None) -> None:
+    """Score metadata (statistics included) from the metric spans of each item's trace."""
+    metrics = {name for name, facts in records.facts.items() if facts.corpus is not None and not facts.corpus.is_mean}
+    if not metrics:
         return
-    scorer, _ = corpus_bleu_scorer(records)
-    for item in records.items:
-        if SENTENCE_BLEU not in item.scores or item.output is None:
+    for item, content in zip(records.items, contents):
+        if item.failed or not content.trace_id:
             continue
-        merged = {**item.input, **item.output}
-        output, references = merged.get("output"), merged.get("reference")
-        if isinstance(references, str):
-            references = [references]
-        if isinstance(output, str) and isinstance(references, list) and all(isinstance(r, str) for r in references):
-            item.metadata[SENTENCE_BLEU] = bleu_metadata_from_texts(scorer, output, references)
+        spans = client.search_spans(project_name=project_name, trace_id=content.trace_id, truncate=False)
+        for span in spans or []:
+            if span.name not in metrics or not isinstance(span.output, dict):
+                continue
+            results = span.output.get("output")
+            for result in results if isinstance(results, list) else [results]:
+                if isinstance(result, dict) and result.get("name") in item.scores \
+                        and isinstance(result.get("metadata"), dict):
+                    item.metadata[result["name"]] = result["metadata"]
 
 
 def load_experiments(names: Sequence[str], *, store: ExperimentStore | None = None, client: Any = None,

@@ -5,6 +5,8 @@ from typing import Any, Sequence
 
 from tqdm.auto import tqdm
 
+from opik_metrics.core import facts_of
+
 
 def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
     """Mean of every per-item score (names in first-seen order)."""
@@ -17,15 +19,11 @@ def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
     return {name: sums[name] / counts[name] for name in sums}
 
 
-def _corpus_result(metric: Any, outputs: Sequence[str], references: Sequence[Sequence[str]] | None,
-                   first_results: list[Any]) -> Any | None:
-    """The corpus-level score of a metric that has one: from per-item results when the metric can
-    aggregate them (perplexity, KL: no second model pass), else from the texts (corpus BLEU)."""
-    if hasattr(metric, "aggregate"):
-        return metric.aggregate(first_results)
-    if hasattr(metric, "corpus_score") and references is not None:
-        return metric.corpus_score(outputs, references)
-    return None
+def _summed_statistics(metric: Any) -> bool:
+    """Whether the metric has a corpus score of its own, made from summed item statistics (corpus
+    BLEU, perplexity); a corpus score that is the mean of the items is already in the aggregate."""
+    corpus = facts_of(metric).corpus
+    return corpus is not None and not corpus.is_mean
 
 
 def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
@@ -43,28 +41,28 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     signatures: dict[str, str] = {}
     corpus: dict[str, float] = {}
     for metric in metrics:
-        per_metric: list[Any] = []  # each item's first result of this metric, for corpus aggregates
+        summed = _summed_statistics(metric)
+        total = 0  # the items' summed statistics, for the corpus score
         bar = tqdm(total=n, desc=f"scoring {metric.name}", unit="item", disable=not progress, leave=False)
         for start in range(0, n, chunk_size):
             stop = min(n, start + chunk_size)
             refs = None if references is None else references[start:stop]
             batch = metric.score_batch(outputs[start:stop], refs)
             for k, results in enumerate(batch, start):
-                if results:
-                    per_metric.append(results[0])
+                if summed:
+                    total = total + metric.item_statistics(results)
                 for res in results:
                     items[k][res.name] = res.value
                     if res.reason:
                         reasons[k][res.name] = res.reason
                     sig = (res.metadata or {}).get("signature")
                     if sig:
-                        signatures[metric.name] = sig
+                        signatures[metric.name] = str(sig)
             bar.update(stop - start)
         bar.close()
-        if n:
-            corpus_result = _corpus_result(metric, outputs, references, per_metric)
-            if corpus_result is not None:
-                corpus[corpus_result.name] = corpus_result.value
-                signatures[corpus_result.name] = (corpus_result.metadata or {}).get("signature", "")
+        if n and summed:
+            corpus_result = metric.from_statistics(total)
+            corpus[corpus_result.name] = corpus_result.value
+            signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures}

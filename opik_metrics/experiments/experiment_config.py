@@ -6,12 +6,10 @@ from __future__ import annotations
 import platform
 from typing import Any, Mapping, Sequence
 
-from ..versions import ours, package_version
-from .scoring import as_results
-from .spans import tracing_disabled
+from opik_metrics.core.versions import ours, package_version
+from opik_metrics.core import facts_of
 
 _PACKAGES = ("opik", "torch", "transformers", "pillow", "requests", "sacrebleu", "nltk", "bert-score")
-_PROBE = {"output": "a small dog runs on the beach", "reference": "a dog running along a beach"}
 
 
 def package_versions() -> dict[str, str]:
@@ -20,22 +18,8 @@ def package_versions() -> dict[str, str]:
             **{name: package_version(name) for name in _PACKAGES}}
 
 
-def metric_signature(metric: Any) -> str:
-    """The metric's signature string: its ``signature`` attribute, or the one its results carry."""
-    own = getattr(metric, "signature", None)
-    if isinstance(own, str) and own:
-        return own
-    try:
-        with tracing_disabled():
-            results = as_results(metric.score(**_PROBE))
-    except Exception:
-        results = []
-    sigs = sorted({str(r.metadata["signature"]) for r in results
-                   if isinstance(r.metadata, dict) and r.metadata.get("signature")})
-    return " ; ".join(sigs) or f"{type(metric).__module__}.{type(metric).__qualname__}"
-
-
 def experiment_config(base: Mapping[str, Any], metrics: Sequence[Any]) -> dict[str, Any]:
-    """``base`` (model, settings, data) with ``metrics`` (name: signature) and ``versions`` added."""
-    return {**base, "metrics": {m.name: metric_signature(m) for m in metrics},
+    """``base`` (model, settings, data) with ``metrics`` (name: the metric's facts, signature
+    included: what a stored experiment needs to be compared right) and ``versions`` added."""
+    return {**base, "metrics": {m.name: facts_of(m).as_dict() for m in metrics},
             "versions": package_versions()}

@@ -12,11 +12,11 @@ from opik.evaluation.test_case import TestCase
 from opik.evaluation.test_result import TestResult
 from tqdm.auto import tqdm
 
-from .scoring import ExperimentScorer, run_experiment_scorers, score_chunk
-from .spans import collect_spans, tracing_disabled
-from .store import ExperimentStore, StoredItem, StoredScore
-from .summary import ExperimentSummary, item_keys
-from .tasks import Task, prepare_chunk
+from opik_metrics.experiments.scoring import ExperimentScorer, run_experiment_scorers, score_chunk
+from opik_metrics.experiments.spans import collect_spans, tracing_disabled
+from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredScore
+from opik_metrics.experiments.summary import ExperimentSummary, item_keys
+from opik_metrics.experiments.tasks import Task, prepare_chunk
 
 
 def _run_task(store: ExperimentStore, exp_id: int, task: Task, item: StoredItem) -> None:

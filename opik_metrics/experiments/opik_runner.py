@@ -9,11 +9,11 @@ from typing import Any, Sequence
 
 import opik
 
-from .opik_datasets import insert_items
-from ..numbers import is_number
-from .scoring import ExperimentScorer
-from .summary import ExperimentSummary
-from .tasks import ItemFailure, Task, prepare_chunk
+from opik_metrics.experiments.opik_datasets import insert_items
+from opik_metrics.core.numbers import is_number
+from opik_metrics.experiments.scoring import ExperimentScorer
+from opik_metrics.experiments.summary import ExperimentSummary
+from opik_metrics.experiments.tasks import ItemFailure, Task, prepare_chunk
 
 
 def _prepare_all(task: Task, items: Sequence[dict], chunk_size: int) -> dict[int, ItemFailure]:

@@ -15,9 +15,9 @@ from opik.evaluation.metrics.score_result import ScoreResult
 from opik.types import BatchFeedbackScoreDict
 from tqdm.auto import tqdm
 
-from .opik_datasets import insert_items
-from .opik_server import choose_backend
-from .store import ExperimentStore, StoreError, StoredItem
+from opik_metrics.experiments.opik_datasets import insert_items
+from opik_metrics.experiments.opik_server import choose_backend
+from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
 
 
 @dataclass

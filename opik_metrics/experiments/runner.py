@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from .experiment_config import experiment_config
-from .local_runner import run_local
-from .opik_runner import run_on_opik
-from .opik_server import Backend, choose_backend
-from .scoring import ExperimentScorer, experiment_scorers
-from .store import ExperimentStore
-from .summary import ExperimentSummary
-from .tasks import Task
+from opik_metrics.experiments.experiment_config import experiment_config
+from opik_metrics.experiments.local_runner import run_local
+from opik_metrics.experiments.opik_runner import run_on_opik
+from opik_metrics.experiments.opik_server import Backend, choose_backend
+from opik_metrics.experiments.scoring import ExperimentScorer, experiment_scorers
+from opik_metrics.experiments.store import ExperimentStore
+from opik_metrics.experiments.summary import ExperimentSummary
+from opik_metrics.experiments.tasks import Task
 
 
 def _check_inputs(name: str, dataset_name: str, items: Sequence[dict], metrics: Sequence[Any],

@@ -7,6 +7,8 @@ from typing import Any, Callable, Sequence
 
 from opik.evaluation.metrics.score_result import ScoreResult
 
+from opik_metrics.core import facts_of
+
 ExperimentScorer = Callable[[list], Any]
 
 
@@ -58,8 +60,14 @@ def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tup
 
 
 def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
-    """Experiment-level scorers the metrics offer (``experiment_score``, e.g. corpus BLEU)."""
-    return [m.experiment_score for m in metrics if callable(getattr(m, "experiment_score", None))]
+    """Experiment-level scorers the metrics offer: ``experiment_score`` of every metric whose facts
+    name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores)."""
+    out = []
+    for m in metrics:
+        corpus = facts_of(m).corpus
+        if callable(getattr(m, "experiment_score", None)) and (corpus is None or not corpus.is_mean):
+            out.append(m.experiment_score)
+    return out
 
 
 def run_experiment_scorers(scorers: Sequence[ExperimentScorer], test_results: list) -> list[ScoreResult]:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..numbers import is_number
+from opik_metrics.core.numbers import is_number
 
 STORE_ENV = "OPIK_METRICS_STORE"
 SCHEMA_VERSION = 1

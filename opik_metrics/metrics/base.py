@@ -1,4 +1,8 @@
-"""Shared shape of our Opik metrics: validate input, call an engine, return ScoreResults."""
+"""The metric contract every metric of the pack follows, on top of Opik's ``BaseMetric``:
+``score`` / ``score_batch`` give ScoreResults; ``facts`` states direction, scale, bounds, corpus
+score and signature; ``statistics`` / ``from_statistics`` / ``corpus_score`` give corpus scores
+from summable per-item statistics; ``experiment_score`` is the same for ``opik.evaluate``.
+"""
 from __future__ import annotations
 
 import abc
@@ -6,20 +10,146 @@ from typing import Any, Sequence
 
 from opik.evaluation.metrics import base_metric, score_result
 
-from .inputs import MetricInputError, require_batch, require_references, require_text
+from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
+                               require_batch, require_references, require_text, resolve_formula)
+from opik_metrics.metrics.opik_results import scoring_inputs
 
 ScoreResult = score_result.ScoreResult
 
 
-class ReferenceMetric(base_metric.BaseMetric, abc.ABC):
-    """An Opik metric that compares ``output`` with one or more references.
+class PackMetric(base_metric.BaseMetric, abc.ABC):
+    """A metric of this pack: Opik's ``BaseMetric`` plus the facts and statistics it states.
+
+    Subclasses set ``self.signature`` before calling ``__init__`` and say which scores they emit
+    (``_score_facts``) and, when they have one, how their corpus score is made (``_corpus_facts``).
+    """
+
+    #: Direction of the main score; every score's own direction is in ``facts``.
+    higher_is_better: bool = True
+    signature: Signature
+
+    def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"name: expected a non-empty string, got {name!r}")
+        super().__init__(name=name, track=track, project_name=project_name)
+        self.facts = MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
+                                 scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
+                                 corpus=self._corpus_facts(), signature=self.signature)
+
+    # -- what the metric states -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _score_facts(self) -> Sequence[ScoreFacts]:
+        """The scores ``score`` emits, main scores first (parts flagged ``part=True``)."""
+
+    def _corpus_facts(self) -> CorpusFacts | None:
+        """How the corpus score is made from the items' statistics (None: no corpus score)."""
+        return None
+
+    def _scored_name(self, default: str) -> str:
+        """A score's name: ``default`` under the default metric name, else prefixed with ``name``
+        so that two instances of one multi-score metric in one experiment stay apart."""
+        return default if self.name == self._default_name() else f"{self.name}_{default}"
+
+    @classmethod
+    def _default_name(cls) -> str:
+        import inspect
+        return inspect.signature(cls.__init__).parameters["name"].default
+
+    # -- scoring ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def score_batch(self, outputs: Sequence[str],
+                    references: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
+        """One ``list[ScoreResult]`` per item, in order."""
+
+    # -- summable statistics and the corpus score --------------------------------------------
+
+    def _require_corpus(self) -> CorpusFacts:
+        if self.facts.corpus is None:
+            raise MetricInputError(f"{self.name} has no corpus score")
+        return self.facts.corpus
+
+    def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
+        """The statistics of one item from its ScoreResults (as ``score`` returned them)."""
+        corpus = self._require_corpus()
+        by_name = {r.name: r for r in results}
+        if corpus.is_mean:
+            return Statistics(corpus.fields, (*(float(by_name[f].value) for f in corpus.fields[:-1]), 1))
+        carrier = by_name.get(corpus.carrier)
+        if carrier is None or "statistics" not in (carrier.metadata or {}):
+            raise MetricInputError(f"{self.name}: no {corpus.carrier!r} result with statistics among {list(by_name)}")
+        return Statistics(corpus.fields, tuple(carrier.metadata["statistics"]))
+
+    def statistics(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> list[Statistics]:
+        """One summable statistics object per item (sum them for any subset of the corpus)."""
+        return [self.item_statistics(results) for results in self.score_batch(outputs, references)]
+
+    def corpus_value(self, total: Statistics) -> float:
+        """The corpus score's value from summed statistics (the formula its facts name)."""
+        corpus = self._require_corpus()
+        if total.fields != corpus.fields:
+            raise MetricInputError(f"{self.name}: statistics of fields {total.fields} are not this metric's "
+                                   f"({corpus.fields})")
+        return resolve_formula(corpus.formula)(total.values, **corpus.options)
+
+    def from_statistics(self, total: Statistics) -> ScoreResult:
+        """The corpus ScoreResult from statistics summed over items."""
+        corpus = self._require_corpus()
+        metadata = {"statistics": list(total.values), "signature": self.signature}
+        if corpus.is_mean:
+            n = total.values[-1]
+            metadata["means"] = {f: v / n for f, v in zip(corpus.fields[:-1], total.values)}
+        return ScoreResult(name=corpus.name, value=self.corpus_value(total), reason=self._corpus_reason(total),
+                           metadata=metadata)
+
+    def _corpus_reason(self, total: Statistics) -> str | None:
+        """Why a corpus score takes a defined value instead of a computed one (None: it does not)."""
+        return None
+
+    def corpus_score(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> ScoreResult:
+        """The corpus score: exactly ``from_statistics(sum(statistics(outputs, references)))``."""
+        stats = self.statistics(outputs, references)
+        if not stats:
+            raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
+        return self.from_statistics(sum(stats))
+
+    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult:
+        """The corpus score for ``opik.evaluate(experiment_scoring_functions=[...])``: reuses the
+        item results Opik already logged (same name and signature), scores only the missing ones."""
+        if not test_results:
+            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
+        stats: list[Statistics | None] = []
+        missing = []
+        for k, test_result in enumerate(test_results):
+            logged = [r for r in (test_result.score_results or [])
+                      if not r.scoring_failed and (r.metadata or {}).get("signature") == self.signature]
+            try:
+                stats.append(self.item_statistics(logged))
+            except (MetricInputError, KeyError):
+                stats.append(None)
+                missing.append(k)
+        if missing:
+            outputs, references = self._experiment_inputs([test_results[k] for k in missing], missing)
+            for k, item_stats in zip(missing, self.statistics(outputs, references)):
+                stats[k] = item_stats
+        return self.from_statistics(sum(stats))  # type: ignore[arg-type]
+
+    def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
+        outputs, references = [], []
+        for k, tr in zip(positions, test_results):
+            inputs = scoring_inputs(tr)
+            outputs.append(require_text(inputs.get("output"), "output", k))
+            references.append(require_references(inputs.get("reference"), "reference", k))
+        return outputs, references
+
+
+class ReferenceMetric(PackMetric):
+    """A metric that compares ``output`` with one or more references.
 
     ``score`` follows Opik's convention (extra dataset fields are ignored); ``score_batch``
     scores many items in one call and returns one ``list[ScoreResult]`` per item.
     """
-
-    def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:
-        super().__init__(name=name, track=track, project_name=project_name)
 
     def score(self, output: str, reference: str | Sequence[str] | None = None,
               **ignored_kwargs: Any) -> list[ScoreResult]:
@@ -41,3 +171,46 @@ class ReferenceMetric(base_metric.BaseMetric, abc.ABC):
     @abc.abstractmethod
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         """Score validated items; one list of ScoreResults per item, in order."""
+
+
+class ReferenceFreeMetric(PackMetric):
+    """A metric of ``output`` alone; extra dataset fields (``reference``, ...) are ignored.
+
+    ``text_field`` picks another scoring input to score instead of ``output`` (e.g. ``"text"``
+    for the perplexity of a dataset's held-out text rather than of the task's generation).
+    """
+
+    def __init__(self, name: str, text_field: str = "output", track: bool = True,
+                 project_name: str | None = None) -> None:
+        if not isinstance(text_field, str) or not text_field:
+            raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
+        self.text_field = text_field
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def score(self, output: str | None = None, **ignored_kwargs: Any) -> list[ScoreResult]:
+        """Score one text: ``output``, or the ``text_field`` input when one was chosen."""
+        if self.text_field == "output":
+            value = output
+        elif self.text_field in ignored_kwargs:
+            value = ignored_kwargs[self.text_field]
+        else:
+            raise MetricInputError(f"field {self.text_field!r}: missing from the scoring inputs "
+                                   f"(got {sorted(['output', *ignored_kwargs])})")
+        return self._score_items([require_text(value, self.text_field)])[0]
+
+    def score_batch(self, outputs: Sequence[str],
+                    references: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
+        """Score many texts at once; ``references`` is accepted for a uniform call and ignored."""
+        outs, _ = require_batch(outputs, None)
+        if not outs:
+            return []
+        return self._score_items(outs)
+
+    def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
+        texts = [require_text(scoring_inputs(tr).get(self.text_field), self.text_field, k)
+                 for k, tr in zip(positions, test_results)]
+        return texts, None
+
+    @abc.abstractmethod
+    def _score_items(self, outputs: list[str]) -> list[list[ScoreResult]]:
+        """Score validated texts; one list of ScoreResults per text, in order."""

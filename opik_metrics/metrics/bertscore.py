@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..neural.bertscore import BertScore, BertScoreEngine
-from ..neural.microbatch import MicroBatcher
-from .base import ReferenceMetric, ScoreResult
-from .inputs import require_references, require_text
+from opik_metrics.neural.bertscore import BertScore, BertScoreEngine
+from opik_metrics.neural.microbatch import MicroBatcher
+from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.core.inputs import require_references, require_text
 
 NAMES = ("BERTPrecision", "BERTRecall", "BERTF1")
 
 
 class BERTScore(ReferenceMetric):
     """BERTScore with bert_score's options and defaults (``model=None``: roberta-large, layer 17,
-    for English); ``idf=True`` needs ``idf_references``, e.g. every reference of the dataset."""
+    for English); ``idf=True`` needs ``idf_references``, e.g. every reference of the dataset.
+
+    Emits ``BERTPrecision``, ``BERTRecall`` and ``BERTF1``; a ``name`` other than ``bertscore``
+    prefixes them (``BERTScore(name="minilm")`` gives ``minilm_BERTF1``). The corpus score is
+    the mean over items (bert_score's system score), ``corpus_BERTF1``.
+    """
 
     def __init__(
         self,
@@ -48,6 +54,16 @@ class BERTScore(ReferenceMetric):
         self._batcher: MicroBatcher[tuple[str, list[str]], list[ScoreResult]] = MicroBatcher(
             self._score_pairs, max_batch=batch_size, max_wait_s=max_wait_ms / 1000.0)
         super().__init__(name=name, track=track, project_name=project_name)
+        self._names = [self._scored_name(n) for n in NAMES]
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        p, r, f = (self._scored_name(n) for n in NAMES)
+        return [ScoreFacts(f), ScoreFacts(p, part=True), ScoreFacts(r, part=True)]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        fields = [self._scored_name(n) for n in NAMES]
+        return corpus_facts(f"corpus_{fields[2]}", fields[2], [*fields, "items"], mean_formula, {"field": 2},
+                            is_mean=True)
 
     def score(self, output: str, reference: str | Sequence[str] | None = None,
               **ignored_kwargs: Any) -> list[ScoreResult]:
@@ -66,7 +82,7 @@ class BERTScore(ReferenceMetric):
     def _results(self, s: BertScore, n_refs: int) -> list[ScoreResult]:
         metadata = {**self._metadata, "n_references": n_refs, "best_reference": s.best_reference}
         return [ScoreResult(name=n, value=v, reason=s.reason, metadata=metadata)
-                for n, v in zip(NAMES, (s.precision, s.recall, s.f1))]
+                for n, v in zip(self._names, (s.precision, s.recall, s.f1))]
 
     def explain(self, output: str, reference: str | Sequence[str]):
         """Tokens, similarity matrix and greedy alignment; with several references, the one
@@ -85,5 +101,5 @@ class BERTScore(ReferenceMetric):
 
     def save_heatmap(self, output: str, reference: str | Sequence[str], path: str) -> str:
         """Write the similarity heatmap of ``output`` vs ``reference`` to a PNG at ``path``."""
-        from ..neural.bertscore_plot import save_heatmap
+        from opik_metrics.neural.bertscore_plot import save_heatmap
         return save_heatmap(self.explain(output, reference), path)

@@ -1,20 +1,26 @@
 """BLEU as an Opik metric: sentence BLEU per item, corpus BLEU per experiment."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import lru_cache
+from typing import Sequence
 
-from ..text.bleu import BLEUResult, BLEUScorer
-from .base import ReferenceMetric, ScoreResult
-from .inputs import MetricInputError, require_batch, require_references, require_text
-from .opik_results import scoring_inputs
+from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.text.bleu import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
 
 
 class BLEU(ReferenceMetric):
     """BLEU in [0, 1] with sacrebleu's options and numbers (its score divided by 100).
 
-    ``score`` gives sentence BLEU with ``sacrebleu.sentence_bleu``'s defaults; ``corpus_score``
-    and ``experiment_score`` give corpus BLEU (statistics summed over items, as
-    ``sacrebleu.corpus_bleu``), which is not the mean of sentence BLEUs.
+    ``score`` gives sentence BLEU with ``sacrebleu.sentence_bleu``'s defaults, named ``name``
+    (default ``bleu``); ``corpus_score`` and ``experiment_score`` give corpus BLEU, named
+    ``corpus_<name>`` (statistics summed over items, as ``sacrebleu.corpus_bleu``), which is not
+    the mean of sentence BLEUs.
+
+    Example:
+        >>> from opik_metrics import BLEU
+        >>> BLEU(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0].name
+        'bleu'
     """
 
     def __init__(
@@ -37,58 +43,71 @@ class BLEU(ReferenceMetric):
         self._sentence = BLEUScorer(smooth_method=smooth_method, effective_order=effective_order, **common)
         self._corpus = BLEUScorer(smooth_method=corpus_smooth_method,
                                   effective_order=corpus_effective_order, **common)
+        self.signature = self._sentence.signature(sentence=True, nrefs=None)
         super().__init__(name=name, track=track, project_name=project_name)
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(self.name, higher_is_better=True, bounds=(0.0, 1.0))]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        c = self._corpus
+        return corpus_facts(f"corpus_{self.name}", self.name, statistics_fields(c.max_ngram_order),
+                            bleu_from_statistics,
+                            {"max_ngram_order": c.max_ngram_order, "smooth_method": c.smooth_method,
+                             "smooth_value": c.smooth_value, "effective_order": c._effective(sentence=False),
+                             "weights": list(c.weights) if c.weights is not None else None},
+                            bounds=(0.0, 1.0))
+
+    @lru_cache(maxsize=8)
+    def _item_signature(self, nrefs: int | str, sentence: bool = True) -> Signature:
+        return (self._sentence if sentence else self._corpus).signature(sentence=sentence, nrefs=nrefs)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
         for output, refs in zip(outputs, references):
             res = self._sentence.sentence_score(output, refs)
-            sig = self._sentence.signature(sentence=True, nrefs=len(refs))
-            results.append([_result("bleu", res, sig, _empty_reason(output, res))])
+            stats = BLEUStats(res.counts, res.totals, res.sys_len, res.ref_len)
+            results.append([self._result(self.name, res, stats, self._item_signature(len(refs)),
+                                         _empty_reason(res), n_references=len(refs))])
         return results
 
-    def corpus_score(self, outputs: Sequence[str],
-                     references: Sequence[str | Sequence[str]]) -> ScoreResult:
-        """Corpus BLEU over aligned outputs and references, as ``sacrebleu.corpus_bleu``."""
-        outs, refs = require_batch(outputs, references)
-        if not outs:
-            raise MetricInputError("corpus BLEU needs at least one item")
-        res = self._corpus.corpus_score(outs, refs)
-        nrefs = {len(r) for r in refs}
-        sig = self._corpus.signature(sentence=False, nrefs=nrefs.pop() if len(nrefs) == 1 else "var")
+    def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
+        """The item's BLEU statistics; only from a result this configuration made (its signature)."""
+        for r in results:
+            meta = r.metadata or {}
+            if r.name == self.name and meta.get("signature") == self._item_signature(meta.get("n_references")):
+                return Statistics(self.facts.corpus.fields, tuple(meta["statistics"]))
+        return super().item_statistics([])
+
+    def from_statistics(self, total: Statistics) -> ScoreResult:
+        """Corpus BLEU from summed statistics, with sacrebleu's corpus options and signature."""
+        stats = BLEUStats.from_list(total.values, self._corpus.max_ngram_order)
+        res = self._corpus.compute(stats, sentence=False)
         reason = None if res.sys_len else "every output is empty: corpus BLEU is 0 by definition"
-        return _result("corpus_bleu", res, sig, reason)
+        return self._result(f"corpus_{self.name}", res, stats, self._item_signature("var", sentence=False), reason)
 
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult:
-        """Experiment-level corpus BLEU for ``opik.evaluate(experiment_scoring_functions=[...])``."""
-        outputs, references = [], []
-        for k, tr in enumerate(test_results):
-            inputs = scoring_inputs(tr)
-            outputs.append(require_text(inputs.get("output"), "output", k))
-            references.append(require_references(inputs.get("reference"), "reference", k))
-        return self.corpus_score(outputs, references)
+    def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
+        """Corpus BLEU over aligned outputs and references, as ``sacrebleu.corpus_bleu``."""
+        result = super().corpus_score(outputs, references)
+        nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
+        if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
+            result.metadata["signature"] = self._item_signature(nrefs.pop(), sentence=False)
+        return result
+
+    @staticmethod
+    def _result(name: str, res: BLEUResult, stats: BLEUStats, signature: Signature, reason: str | None,
+                **extra: int) -> ScoreResult:
+        return ScoreResult(
+            name=name, value=res.score, reason=reason,
+            metadata={"precisions": list(res.precisions), "bp": res.bp, "sys_len": res.sys_len,
+                      "ref_len": res.ref_len, "counts": list(res.counts), "totals": list(res.totals),
+                      "statistics": stats.as_list(), "signature": signature, **extra},
+        )
 
 
-def _empty_reason(output: str, res: BLEUResult) -> str | None:
+def _empty_reason(res: BLEUResult) -> str | None:
     if res.sys_len == 0:
         return "output has no tokens: BLEU is 0 by definition"
     if res.ref_len == 0:
         return "reference has no tokens: BLEU is 0 by definition"
     return None
-
-
-def _result(name: str, res: BLEUResult, signature: str, reason: str | None) -> ScoreResult:
-    return ScoreResult(
-        name=name,
-        value=res.score,
-        reason=reason,
-        metadata={
-            "precisions": list(res.precisions),
-            "bp": res.bp,
-            "sys_len": res.sys_len,
-            "ref_len": res.ref_len,
-            "counts": list(res.counts),
-            "totals": list(res.totals),
-            "signature": signature,
-        },
-    )

@@ -3,14 +3,13 @@ distributions are from its teacher's on a text (not Opik's bag-of-words ``KLDive
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
-from ..neural.causal_lm import CausalLM, load_causal_lm
-from ..neural.kl_scorer import DistillationKLScorer, TextKL
-from ..versions import ours
-from .base import ScoreResult
-from .inputs import MetricInputError, require_batch
-from .reference_free import ReferenceFreeMetric
+from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
+from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.neural.kl_scorer import DistillationKLScorer, TextKL
+from opik_metrics.neural.lm_formulas import KL_FIELDS, kl_from_statistics
 
 REDUCTIONS = ("mean", "sum")
 
@@ -21,8 +20,11 @@ class DistillationKL(ReferenceFreeMetric):
     ``temperature`` softens both (softmax(z / T)); ``top_k`` keeps the teacher's k most likely
     tokens at each position and renormalises both distributions over them; ``reverse`` gives
     KL(student_T || teacher_T); ``reduction`` is the mean or the sum over tokens. Teacher and
-    student must share a tokenizer and vocabulary.
+    student must share a tokenizer and vocabulary. Lower is better; ``corpus_<name>`` is the
+    token-weighted mean (or total) over texts.
     """
+
+    higher_is_better = False
 
     def __init__(
         self,
@@ -51,17 +53,19 @@ class DistillationKL(ReferenceFreeMetric):
                                             max_length=max_length, batch_size=batch_size)
         self.reduction = reduction
         self.teacher_name, self.student_name = t.name, s.name
-        self.signature = f"{self._scorer.signature}|reduction:{reduction}|opik-metrics:{ours()}"
+        self.signature = self._scorer.signature.extended(reduction=reduction, **{"opik-metrics": ours()})
         super().__init__(name=name, text_field=text_field, track=track, project_name=project_name)
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(self.name, higher_is_better=False, bounds=(0.0, None))]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        return corpus_facts(f"corpus_{self.name}", self.name, KL_FIELDS, kl_from_statistics,
+                            {"reduction": self.reduction}, higher_is_better=False, bounds=(0.0, None))
 
     def _score_items(self, outputs: list[str]) -> list[list[ScoreResult]]:
         scored = self._scorer.score(outputs, progress=None if len(outputs) > 1 else False)
         return [[self._result(s)] for s in scored]
-
-    def _value(self, kl_sum: float, n_tokens: int) -> float:
-        if self.reduction == "sum":
-            return kl_sum
-        return kl_sum / n_tokens if n_tokens else 0.0
 
     def _metadata(self, **extra: Any) -> dict:
         return {**extra, "teacher": self.teacher_name, "student": self.student_name,
@@ -73,27 +77,19 @@ class DistillationKL(ReferenceFreeMetric):
         if s.n_tokens == 0:
             reason = ("text has no token to score: KL is 0.0 by convention (an empty sum) and the "
                       "text does not count in the corpus value")
-        return ScoreResult(name=self.name, value=self._value(s.kl_sum, s.n_tokens), reason=reason,
-                           metadata=self._metadata(n_tokens=s.n_tokens, text_tokens=s.text_tokens,
-                                                   kl_sum=s.kl_sum, kl_mean=s.kl_mean, n_windows=s.n_windows))
+        return ScoreResult(name=self.name, value=kl_from_statistics((s.kl_sum, s.n_tokens), reduction=self.reduction),
+                           reason=reason,
+                           metadata=self._metadata(n_tokens=s.n_tokens, text_tokens=s.text_tokens, kl_sum=s.kl_sum,
+                                                   kl_mean=s.kl_mean, n_windows=s.n_windows,
+                                                   statistics=[s.kl_sum, s.n_tokens]))
 
-    def corpus_score(self, outputs: Sequence[str], references: Any = None) -> ScoreResult:
-        """KL over all ``outputs`` together: token-weighted mean (or total sum); references ignored."""
-        outs, _ = require_batch(outputs, None)
-        if not outs:
-            raise MetricInputError("corpus KL needs at least one text")
-        return self.aggregate([r[0] for r in self._score_items(outs)])
+    def from_statistics(self, total: Statistics) -> ScoreResult:
+        """Token-weighted mean KL (or the total) of summed statistics."""
+        result = super().from_statistics(total)
+        result.metadata.update(self._metadata(n_tokens=int(total["n_tokens"]), kl_sum=total["kl_sum"]))
+        return result
 
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult:
-        """Corpus KL for ``opik.evaluate(experiment_scoring_functions=[...])``; reuses logged scores."""
-        if not test_results:
-            raise MetricInputError("corpus KL needs at least one test result")
-        return self.aggregate(self.item_results(test_results))
-
-    def aggregate(self, results: Sequence[ScoreResult]) -> ScoreResult:
-        """Token-weighted mean KL (or the total, for ``reduction="sum"``) of per-item results."""
-        n = sum(int(r.metadata["n_tokens"]) for r in results)
-        total = sum(float(r.metadata["kl_sum"]) for r in results)
-        reason = None if n else "no text has a token to score: corpus KL is 0.0 by convention"
-        return ScoreResult(name=f"corpus_{self.name}", value=self._value(total, n), reason=reason,
-                           metadata=self._metadata(n_tokens=n, n_items=len(results), kl_sum=total))
+    def _corpus_reason(self, total: Statistics) -> str | None:
+        if not total["n_tokens"]:
+            return "no text has a token to score: corpus KL is 0.0 by convention"
+        return None

@@ -1,9 +1,7 @@
 """Reading Opik's ``TestResult`` objects, for experiment-level scores (corpus BLEU, perplexity)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from .base import ScoreResult
+from typing import Any
 
 
 def scoring_inputs(test_result: Any) -> dict:
@@ -13,12 +11,3 @@ def scoring_inputs(test_result: Any) -> dict:
         return case.mapped_scoring_inputs
     return {**(case.dataset_item_content or {}), **(case.task_output or {})}
 
-
-def own_results(test_results: Sequence[Any], name: str, signature: str) -> list[ScoreResult | None]:
-    """Per test result, the ScoreResult this metric logged for it (same name and signature), if any."""
-    found: list[ScoreResult | None] = []
-    for tr in test_results:
-        mine = [s for s in (tr.score_results or [])
-                if s.name == name and not s.scoring_failed and (s.metadata or {}).get("signature") == signature]
-        found.append(mine[0] if mine else None)
-    return found

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
 
-from ..neural.causal_lm import CausalLM, load_causal_lm
-from ..neural.perplexity import PerplexityScorer, TextPerplexity
-from ..versions import ours
-from .base import ScoreResult
-from .inputs import MetricInputError, require_batch
-from .reference_free import ReferenceFreeMetric
+from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
+from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.neural.lm_formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
+from opik_metrics.neural.perplexity import PerplexityScorer, TextPerplexity
 
 
 class Perplexity(ReferenceFreeMetric):
@@ -18,9 +16,11 @@ class Perplexity(ReferenceFreeMetric):
     ``model``: hub id, local directory, ``.gguf`` file or ``packaged:smollm2`` (offline). The
     start token is prepended when the tokenizer has one (``add_start_token``); texts longer than
     the context are scored with a sliding window of ``max_length`` tokens moved by ``stride``.
-    ``corpus_score``/``experiment_score`` give exp(total NLL / total tokens), not a mean of
-    perplexities.
+    Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
+    ``corpus_<name>`` = exp(total NLL / total tokens), not a mean of perplexities.
     """
+
+    higher_is_better = False
 
     def __init__(
         self,
@@ -39,8 +39,15 @@ class Perplexity(ReferenceFreeMetric):
         self._scorer = PerplexityScorer(lm, add_start_token=add_start_token, stride=stride,
                                         max_length=max_length, batch_size=batch_size)
         self.model_name = lm.name
-        self.signature = f"{self._scorer.signature}|opik-metrics:{ours()}"
+        self.signature = self._scorer.signature.extended(**{"opik-metrics": ours()})
         super().__init__(name=name, text_field=text_field, track=track, project_name=project_name)
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(self.name, higher_is_better=False, scale="log", bounds=(1.0, None))]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        return corpus_facts(f"corpus_{self.name}", self.name, PERPLEXITY_FIELDS, perplexity_from_statistics,
+                            higher_is_better=False, scale="log", bounds=(1.0, None))
 
     def _score_items(self, outputs: list[str]) -> list[list[ScoreResult]]:
         scored = self._scorer.score(outputs, progress=None if len(outputs) > 1 else False)
@@ -51,7 +58,7 @@ class Perplexity(ReferenceFreeMetric):
             name=self.name, value=s.perplexity, reason=self._reason(s),
             metadata={"n_tokens": s.n_tokens, "text_tokens": s.text_tokens, "mean_nll": s.mean_nll,
                       "nll_sum": s.nll_sum, "n_windows": s.n_windows, "model": self.model_name,
-                      "signature": self.signature},
+                      "statistics": [s.nll_sum, s.n_tokens], "signature": self.signature},
         )
 
     def _reason(self, s: TextPerplexity) -> str | None:
@@ -65,28 +72,14 @@ class Perplexity(ReferenceFreeMetric):
             return f"mean NLL {s.mean_nll:.1f} nats overflows exp(): perplexity is infinite"
         return None
 
-    def corpus_score(self, outputs: Sequence[str], references: Any = None) -> ScoreResult:
-        """Token-weighted perplexity of all ``outputs`` together (``references`` is ignored)."""
-        outs, _ = require_batch(outputs, None)
-        if not outs:
-            raise MetricInputError("corpus perplexity needs at least one text")
-        return self.aggregate([r[0] for r in self._score_items(outs)])
+    def from_statistics(self, total: Statistics) -> ScoreResult:
+        """exp(summed NLL / summed tokens), with the totals in the metadata."""
+        result = super().from_statistics(total)
+        nll, n = total["nll_sum"], int(total["n_tokens"])
+        result.metadata.update(n_tokens=n, nll_sum=nll, mean_nll=nll / n if n else 0.0, model=self.model_name)
+        return result
 
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult:
-        """Corpus perplexity for ``opik.evaluate(experiment_scoring_functions=[...])``; reuses the
-        per-item scores Opik already holds and computes only the missing ones."""
-        if not test_results:
-            raise MetricInputError("corpus perplexity needs at least one test result")
-        return self.aggregate(self.item_results(test_results))
-
-    def aggregate(self, results: Sequence[ScoreResult]) -> ScoreResult:
-        """exp(sum of NLL / sum of tokens) over per-item results of this metric."""
-        n = sum(int(r.metadata["n_tokens"]) for r in results)
-        nll = sum(float(r.metadata["nll_sum"]) for r in results)
-        mean = nll / n if n else 0.0
-        reason = None if n else "no text has a token to score: corpus perplexity is 1.0 by convention"
-        value = math.exp(mean) if mean < 709 else math.inf
-        return ScoreResult(name=f"corpus_{self.name}", value=value, reason=reason,
-                           metadata={"n_tokens": n, "n_items": len(results), "nll_sum": nll,
-                                     "mean_nll": mean, "model": self.model_name,
-                                     "signature": self.signature})
+    def _corpus_reason(self, total: Statistics) -> str | None:
+        if not total["n_tokens"]:
+            return "no text has a token to score: corpus perplexity is 1.0 by convention"
+        return None

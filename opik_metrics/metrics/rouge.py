@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..text.rouge import RougeScorer, Score
-from ..versions import package_version
-from .base import ReferenceMetric, ScoreResult
+from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
+from opik_metrics.core.versions import package_version
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.text.rouge import RougeScorer, Score
 
 _PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))
 
@@ -14,7 +15,15 @@ class ROUGE(ReferenceMetric):
     """ROUGE-N (1..9), L, Lsum, W, S and SU with rouge-score's options and ROUGE-1.5.5's extras.
 
     Returns ``<type>_precision``, ``<type>_recall`` and ``<type>_f1`` for each rouge type
-    (e.g. ``rouge1_f1``); numbers equal rouge-score's for rouge1..9, rougeL and rougeLsum.
+    (e.g. ``rouge1_f1``); numbers equal rouge-score's for rouge1..9, rougeL and rougeLsum. A
+    ``name`` other than ``rouge`` prefixes every score (``ROUGE(name="stem")`` gives
+    ``stem_rouge1_f1``), so that two configurations can score one experiment. The corpus score
+    is the mean over items (``corpus_<first type>_f1``, every mean in its metadata).
+
+    Example:
+        >>> from opik_metrics import ROUGE
+        >>> [r.name for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
+        ['rouge1_precision', 'rouge1_recall', 'rouge1_f1']
     """
 
     def __init__(
@@ -39,8 +48,22 @@ class ROUGE(ReferenceMetric):
             multi_reference=multi_reference,
         )
         self.rouge_types = self._scorer.rouge_types
-        self.signature = f"{self._scorer.signature()}|nltk:{package_version('nltk')}"
+        self.signature = self._scorer.signature().extended(nltk=package_version("nltk"))
         super().__init__(name=name, track=track, project_name=project_name)
+        self._names = [(rtype, [(self._scored_name(f"{rtype}_{label}"), attr) for label, attr in _PARTS])
+                       for rtype in self.rouge_types]
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        main = [ScoreFacts(self._scored_name(f"{t}_f1"), bounds=(0.0, 1.0)) for t in self.rouge_types]
+        parts = [ScoreFacts(self._scored_name(f"{t}_{label}"), bounds=(0.0, 1.0), part=True)
+                 for t in self.rouge_types for label in ("precision", "recall")]
+        return main + parts
+
+    def _corpus_facts(self) -> CorpusFacts:
+        fields = [self._scored_name(f"{t}_{label}") for t in self.rouge_types for label, _ in _PARTS]
+        main = self._scored_name(f"{self.rouge_types[0]}_f1")
+        return corpus_facts(f"corpus_{main}", main, [*fields, "items"], mean_formula,
+                            {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         scored = self._scorer.score_batch(outputs, references)
@@ -63,8 +86,8 @@ class ROUGE(ReferenceMetric):
             reason = self._empty_reason(output, references)
         metadata = {"signature": self.signature, "n_references": len(references)}
         return [
-            ScoreResult(name=f"{rtype}_{label}", value=getattr(score, attr), reason=reason,
+            ScoreResult(name=name, value=getattr(scores[rtype], attr), reason=reason,
                         metadata={**metadata, "rouge_type": rtype})
-            for rtype, score in scores.items()
-            for label, attr in _PARTS
+            for rtype, names in self._names
+            for name, attr in names
         ]

@@ -9,18 +9,19 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from ..versions import ours, package_version
-from .bertscore_baseline import Baseline, builtin_baseline_path, load_baseline
-from .bertscore_embed import Embedder, TextEmbedding
-from .bertscore_idf import TokenWeights
-from .bertscore_layers import check_layer, default_layer, default_model, table_key
-from .bertscore_match import Side, greedy_scores
-from .bertscore_tokens import special_token_ids
-from .loading import load_encoder
-from .registry import resolve_model
+from opik_metrics.core.signature import Signature
+from opik_metrics.core.versions import ours, package_version
+from opik_metrics.neural.bertscore_baseline import Baseline, builtin_baseline_path, load_baseline
+from opik_metrics.neural.bertscore_embed import Embedder, TextEmbedding
+from opik_metrics.neural.bertscore_idf import TokenWeights
+from opik_metrics.neural.bertscore_layers import check_layer, default_layer, default_model, table_key
+from opik_metrics.neural.bertscore_match import Side, greedy_scores
+from opik_metrics.neural.bertscore_tokens import special_token_ids
+from opik_metrics.neural.loading import load_encoder
+from opik_metrics.neural.registry import resolve_model
 
 if TYPE_CHECKING:
-    from .bertscore_explain import Explanation
+    from opik_metrics.neural.bertscore_explain import Explanation
 
 
 @dataclass(frozen=True)
@@ -109,16 +110,15 @@ class BertScoreEngine:
                          "bert-score": package_version("bert-score"), "opik-metrics": ours()},
         }
 
-    def _signature(self) -> str:
+    def _signature(self) -> Signature:
         s = self.settings()
         tok = type(self.encoder.tokenizer).__name__ + ("+prefix-space" if self.embedder.prefix_space else "")
         v = s["versions"]
-        return "|".join([
-            f"bertscore:{s['model']}", f"L{s['layer']}", f"idf:{s['idf'] or 'no'}",
-            f"rescale:{s['baseline'] or 'no'}", f"tok:{tok}", f"max_len:{s['max_length']}",
-            f"dtype:{s['dtype']}", f"attn:{self.encoder.attn_implementation}",
-            f"transformers:{v['transformers']}", f"torch:{v['torch']}", f"opik-metrics:{v['opik-metrics']}",
-        ])
+        return Signature({
+            "bertscore": s["model"], "layer": s["layer"], "idf": s["idf"] or "no", "rescale": s["baseline"] or "no",
+            "tok": tok, "max_len": s["max_length"], "dtype": s["dtype"], "attn": self.encoder.attn_implementation,
+            "transformers": v["transformers"], "torch": v["torch"], "opik-metrics": v["opik-metrics"],
+        }, formats={"layer": "L{}"})
 
     # --- scoring ---------------------------------------------------------------------------
     def score(self, candidates: Sequence[str], references: Sequence[str | Sequence[str]]) -> list[BertScore]:
@@ -198,7 +198,7 @@ class BertScoreEngine:
     # --- explanation -------------------------------------------------------------------------
     def explain(self, candidate: str, reference: str) -> Explanation:
         """Tokens, the similarity matrix and the greedy alignment behind one pair's score."""
-        from .bertscore_explain import explain_pair
+        from opik_metrics.neural.bertscore_explain import explain_pair
         return explain_pair(self, candidate, reference)
 
 

@@ -8,9 +8,9 @@ from typing import Sequence
 
 import torch
 
-from .bertscore_tokens import Tokens, needs_prefix_space, tokenize
-from .embedding_cache import EmbeddingCache
-from .loading import LoadedEncoder
+from opik_metrics.neural.bertscore_tokens import Tokens, needs_prefix_space, tokenize
+from opik_metrics.neural.embedding_cache import EmbeddingCache
+from opik_metrics.neural.loading import LoadedEncoder
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .bertscore_match import f_measure, similarity
+from opik_metrics.neural.bertscore_match import f_measure, similarity
 
 if TYPE_CHECKING:
-    from .bertscore import BertScoreEngine
+    from opik_metrics.neural.bertscore import BertScoreEngine
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .registry import ResolvedModel
+from opik_metrics.neural.registry import ResolvedModel
 
 # Layers bert_score's table lacks, for models this package ships (our choice: the last layer,
 # the one the sentence-embedding model was trained on).

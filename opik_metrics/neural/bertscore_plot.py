@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .bertscore_explain import Explanation
+from opik_metrics.neural.bertscore_explain import Explanation
 
 
 def save_heatmap(explanation: Explanation, path: str | os.PathLike, rescaled: bool | None = None,

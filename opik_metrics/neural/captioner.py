@@ -9,9 +9,9 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..versions import package_version
-from .loading import resolve_device, resolve_dtype
-from .registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
+from opik_metrics.core.versions import package_version
+from opik_metrics.neural.loading import resolve_device, resolve_dtype
+from opik_metrics.neural.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 CAPTION_MODEL = "Salesforce/blip-image-captioning-base"
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from ..versions import package_version
-from .loading import resolve_device
-from .registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
+from opik_metrics.core.signature import Signature
+from opik_metrics.core.versions import package_version
+from opik_metrics.neural.loading import resolve_device
+from opik_metrics.neural.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 # Tokenizers without a real limit report a huge sentinel (1e30); anything above this is "none".
 _NO_LIMIT = 10_000_000
@@ -30,7 +31,7 @@ class CausalLM:
     model: Any
     tokenizer: Any
     context_length: int | None
-    signature: str
+    signature: Signature
     hub_id: str | None = None
 
     @property
@@ -66,20 +67,20 @@ def context_length(model: Any, tokenizer: Any) -> int | None:
     return min(limits) if limits else None
 
 
-def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedModel | None = None) -> str:
+def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedModel | None = None) -> Signature:
     """A string that says which model made a number: name, hub id, GGUF file, config hash, versions."""
     config = model.config.to_dict()
     for volatile in ("_name_or_path", "transformers_version", "dtype", "torch_dtype"):
         config.pop(volatile, None)
     digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    parts = [f"model:{name}"]
+    fields: dict[str, Any] = {"model": name}
     if resolved is not None and resolved.hub_id and resolved.hub_id != name:
-        parts.append(f"hub:{resolved.hub_id}")
+        fields["hub"] = resolved.hub_id
     if resolved is not None and resolved.gguf_file:
-        parts.append(f"gguf:{resolved.gguf_file}")
-    parts += [f"cfg:{digest}", f"ctx:{ctx}", f"dtype:{str(model.dtype).replace('torch.', '')}",
-              f"transformers:{package_version('transformers')}", f"torch:{package_version('torch')}"]
-    return "|".join(parts)
+        fields["gguf"] = resolved.gguf_file
+    fields.update({"cfg": digest, "ctx": ctx, "dtype": str(model.dtype).replace("torch.", ""),
+                   "transformers": package_version("transformers"), "torch": package_version("torch")})
+    return Signature(fields)
 
 
 _CACHE: dict[tuple, CausalLM] = {}

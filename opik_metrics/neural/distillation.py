@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .kl_scorer import DistillationKLScorer, TextKL
-from .lm_batches import IGNORE
-from .logit_kl import token_kl, validate_temperature
-from .vocab_check import VocabularyMismatchError, require_shared_vocabulary
+from opik_metrics.neural.kl_scorer import DistillationKLScorer, TextKL
+from opik_metrics.neural.lm_batches import IGNORE
+from opik_metrics.neural.logit_kl import token_kl, validate_temperature
+from opik_metrics.neural.vocab_check import VocabularyMismatchError, require_shared_vocabulary
 
 __all__ = ["distillation_loss", "distillation_loss_parts", "DistillationLoss", "token_kl",
            "DistillationKLScorer", "TextKL", "VocabularyMismatchError", "require_shared_vocabulary"]

@@ -8,13 +8,14 @@ from typing import Sequence
 
 import torch
 
-from .causal_lm import CausalLM
-from .lm_batches import IGNORE, PaddedBatch, forward_logits, pad_rows
-from .lm_rows import encode_texts, resolve_start_token
-from .lm_scoring import (LOGIT_BUDGET, add_per_item, resolve_max_length, resolve_stride, row_batches,
+from opik_metrics.core.signature import Signature
+from opik_metrics.neural.causal_lm import CausalLM
+from opik_metrics.neural.lm_batches import IGNORE, PaddedBatch, forward_logits, pad_rows
+from opik_metrics.neural.lm_rows import encode_texts, resolve_start_token
+from opik_metrics.neural.lm_scoring import (LOGIT_BUDGET, add_per_item, resolve_max_length, resolve_stride, row_batches,
                          tokens_per_batch, validate_batch_size)
-from .logit_kl import token_kl, validate_temperature, validate_top_k
-from .vocab_check import require_shared_vocabulary
+from opik_metrics.neural.logit_kl import token_kl, validate_temperature, validate_top_k
+from opik_metrics.neural.vocab_check import require_shared_vocabulary
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,12 @@ class DistillationKLScorer:
         self.max_tokens = tokens_per_batch(teacher.vocab_size, LOGIT_BUDGET // 16)  # 2 models, float64 copies
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         direction = "student||teacher" if self.reverse else "teacher||student"
-        return (f"teacher:[{self.teacher.signature}]|student:[{self.student.signature}]|kl:{direction}"
-                f"|T:{self.temperature:g}|top_k:{self.top_k or 'all'}"
-                f"|bos:{'yes' if self.start_id is not None else 'no'}|window:{self.max_length}|stride:{self.stride}")
+        return Signature({"teacher": self.teacher.signature, "student": self.student.signature, "kl": direction,
+                          "T": f"{self.temperature:g}", "top_k": self.top_k or "all",
+                          "bos": "yes" if self.start_id is not None else "no", "window": self.max_length,
+                          "stride": self.stride}, formats={"teacher": "teacher:[{}]", "student": "student:[{}]"})
 
     def position_kl(self, batch: PaddedBatch) -> torch.Tensor:
         """KL at every labelled position of a padded batch, flattened in row-major order."""

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .lm_rows import Row
+from opik_metrics.neural.lm_rows import Row
 
 IGNORE = -100
 

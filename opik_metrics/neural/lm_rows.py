@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .lm_windows import plan_windows
+from opik_metrics.neural.lm_windows import plan_windows
 
 
 @dataclass(frozen=True)

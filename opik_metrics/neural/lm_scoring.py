@@ -5,9 +5,9 @@ from typing import Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from .lm_batches import length_batches
-from .lm_rows import Row
-from .lm_windows import validate_stride
+from opik_metrics.neural.lm_batches import length_batches
+from opik_metrics.neural.lm_rows import Row
+from opik_metrics.neural.lm_windows import validate_stride
 
 # Logit elements per forward pass (float32: 1 GiB); bounds tokens per batch for large vocabularies.
 LOGIT_BUDGET = 2 ** 28

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
+from opik_metrics.neural.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 _HALF = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
          "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}

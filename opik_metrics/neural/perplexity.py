@@ -10,10 +10,12 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .causal_lm import CausalLM
-from .lm_batches import IGNORE, forward_logits, pad_rows
-from .lm_rows import encode_texts, resolve_start_token
-from .lm_scoring import (add_per_item, resolve_max_length, resolve_stride, row_batches, tokens_per_batch,
+from opik_metrics.core.signature import Signature
+from opik_metrics.neural.causal_lm import CausalLM
+from opik_metrics.neural.lm_formulas import perplexity_from_statistics, safe_exp
+from opik_metrics.neural.lm_batches import IGNORE, forward_logits, pad_rows
+from opik_metrics.neural.lm_rows import encode_texts, resolve_start_token
+from opik_metrics.neural.lm_scoring import (add_per_item, resolve_max_length, resolve_stride, row_batches, tokens_per_batch,
                          validate_batch_size)
 
 
@@ -34,20 +36,12 @@ class TextPerplexity:
     @property
     def perplexity(self) -> float:
         """exp(mean NLL); 1.0 when nothing is scored (no surprise in an empty sequence)."""
-        return _exp(self.mean_nll)
+        return safe_exp(self.mean_nll)
 
 
 def corpus_perplexity(items: Sequence[TextPerplexity]) -> float:
     """Token-weighted perplexity of a corpus: exp(total NLL / total tokens)."""
-    n = sum(i.n_tokens for i in items)
-    return _exp(sum(i.nll_sum for i in items) / n) if n else 1.0
-
-
-def _exp(x: float) -> float:
-    try:
-        return math.exp(x)
-    except OverflowError:
-        return math.inf
+    return perplexity_from_statistics((sum(i.nll_sum for i in items), sum(i.n_tokens for i in items)))
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -70,9 +64,9 @@ class PerplexityScorer:
         self.max_tokens = tokens_per_batch(lm.vocab_size)
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         bos = "yes" if self.start_id is not None else "no"
-        return f"{self.lm.signature}|bos:{bos}|window:{self.max_length}|stride:{self.stride}"
+        return self.lm.signature.extended(bos=bos, window=self.max_length, stride=self.stride)
 
     def score(self, texts: Sequence[str], progress: bool | None = None) -> list[TextPerplexity]:
         """One TextPerplexity per text, in order."""

@@ -3,7 +3,7 @@ unrelated distributions; this check says exactly what differs.
 """
 from __future__ import annotations
 
-from .causal_lm import CausalLM
+from opik_metrics.neural.causal_lm import CausalLM
 
 
 class VocabularyMismatchError(ValueError):

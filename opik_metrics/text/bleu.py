@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import lru_cache
 from typing import Optional, Sequence, Union
 
-from .bleu_formula import SMOOTH_DEFAULTS, BLEUFormula
-from .bleu_inputs import as_list, check_text, reference_list
-from .bleu_ngrams import clipped_matches, closest_ref_len, reference_tables, single_reference_matches
-from .bleu_signature import bleu_signature
-from .bleu_tokenize import TOKENIZER_NAMES, get_tokenizer, token_lister
-from .bleu_types import BLEUResult, BLEUStats
+from opik_metrics.text.bleu_formula import SMOOTH_DEFAULTS, BLEUFormula
+from opik_metrics.text.bleu_inputs import as_list, check_text, reference_list
+from opik_metrics.text.bleu_ngrams import clipped_matches, closest_ref_len, reference_tables, single_reference_matches
+from opik_metrics.text.bleu_signature import bleu_signature
+from opik_metrics.text.bleu_tokenize import TOKENIZER_NAMES, get_tokenizer, token_lister
+from opik_metrics.text.bleu_types import BLEUResult, BLEUStats
+from opik_metrics.core import Signature, corpus_formula
 
-__all__ = ["BLEUResult", "BLEUScorer", "BLEUStats", "SMOOTH_DEFAULTS", "TOKENIZER_NAMES"]
+__all__ = ["BLEUResult", "BLEUScorer", "BLEUStats", "SMOOTH_DEFAULTS", "TOKENIZER_NAMES", "bleu_from_statistics",
+           "statistics_fields"]
 
 References = Union[str, Sequence[Optional[str]]]
 
@@ -135,7 +138,7 @@ class BLEUScorer:
         return self._formula(stats.correct, stats.total, stats.sys_len, stats.ref_len,
                              self._effective(sentence=sentence))
 
-    def signature(self, *, sentence: bool, nrefs: Union[int, str] = 1) -> str:
+    def signature(self, *, sentence: bool, nrefs: Union[int, str, None] = 1) -> Signature:
         """Reproducibility signature: sacrebleu's, e.g. ``nrefs:1|case:mixed|eff:yes|tok:13a|
         smooth:exp|version:2.6.0``, then ``|order:N`` (N != 4), ``|w:...`` (non-uniform weights)
         and ``|opik_metrics:<version>``."""
@@ -160,6 +163,29 @@ class BLEUScorer:
             f"effective_order={self.effective_order!r}, max_ngram_order={self.max_ngram_order}, "
             f"weights={self.weights!r})"
         )
+
+
+def statistics_fields(max_ngram_order: int) -> tuple[str, ...]:
+    """Names of BLEU's summable statistics, in the order of ``BLEUStats.as_list``."""
+    orders = range(1, max_ngram_order + 1)
+    return (*(f"correct_{n}" for n in orders), *(f"total_{n}" for n in orders), "sys_len", "ref_len")
+
+
+@corpus_formula
+def bleu_from_statistics(values: Sequence[float], *, max_ngram_order: int = 4, smooth_method: str = "exp",
+                         smooth_value: Optional[float] = None, effective_order: bool = False,
+                         weights: Optional[Sequence[float]] = None) -> float:
+    """Corpus BLEU of summed statistics (``statistics_fields`` order), as ``BLEUScorer.compute``."""
+    scorer = _scorer_for(max_ngram_order, smooth_method, smooth_value, bool(effective_order),
+                         tuple(weights) if weights is not None else None)
+    return scorer.compute(BLEUStats.from_list(values, max_ngram_order), sentence=False).score
+
+
+@lru_cache(maxsize=64)
+def _scorer_for(order: int, smooth_method: str, smooth_value: Optional[float], effective_order: bool,
+                weights: Optional[tuple[float, ...]]) -> "BLEUScorer":
+    return BLEUScorer(smooth_method=smooth_method, smooth_value=smooth_value, effective_order=effective_order,
+                      max_ngram_order=order, weights=weights)
 
 
 def _totals(hyp_len: int, max_order: int) -> list[int]:

@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Optional, Sequence
 
-from .bleu_types import BLEUResult
+from opik_metrics.text.bleu_types import BLEUResult
 
 #: Smoothing methods (Chen & Cherry, 2014) and the default value of those that take one.
 SMOOTH_DEFAULTS: dict[str, Optional[float]] = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}

@@ -5,13 +5,15 @@ from typing import Optional, Sequence, Union
 
 import sacrebleu
 
-from ..versions import ours as package_version
-from .bleu_formula import SMOOTH_DEFAULTS
+from opik_metrics.core import Signature
+
+from opik_metrics.core.versions import ours as package_version
+from opik_metrics.text.bleu_formula import SMOOTH_DEFAULTS
 
 
 def bleu_signature(
     *,
-    nrefs: Union[int, str],
+    nrefs: Union[int, str, None],
     lowercase: bool,
     effective_order: bool,
     tokenizer_signature: str,
@@ -19,24 +21,19 @@ def bleu_signature(
     smooth_value: Optional[float],
     max_ngram_order: int,
     weights: Optional[Sequence[float]],
-) -> str:
-    """sacrebleu's BLEU signature (``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``)
+) -> Signature:
+    """sacrebleu's BLEU signature (``nrefs`` left out when None: the metric before it sees data) (``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``)
     then ``|order:N`` if N != 4, ``|w:...`` for non-uniform weights, ``|opik_metrics:<version>``."""
     smooth = smooth_method
     default = SMOOTH_DEFAULTS[smooth_method]
     if default is not None:
         smooth += f"[{(default if smooth_value is None else smooth_value):.2f}]"
-    parts = [
-        f"nrefs:{nrefs}",
-        f"case:{'lc' if lowercase else 'mixed'}",
-        f"eff:{'yes' if effective_order else 'no'}",
-        f"tok:{tokenizer_signature}",
-        f"smooth:{smooth}",
-        f"version:{sacrebleu.__version__}",
-    ]
+    fields: dict = {} if nrefs is None else {"nrefs": str(nrefs)}
+    fields.update({"case": "lc" if lowercase else "mixed", "eff": "yes" if effective_order else "no",
+                   "tok": tokenizer_signature, "smooth": smooth, "version": sacrebleu.__version__})
     if max_ngram_order != 4:  # sacrebleu leaves the order out of its signature
-        parts.append(f"order:{max_ngram_order}")
+        fields["order"] = str(max_ngram_order)
     if weights is not None:
-        parts.append("w:" + "/".join(f"{w:g}" for w in weights))
-    parts.append(f"opik_metrics:{package_version()}")
-    return "|".join(parts)
+        fields["w"] = "/".join(f"{w:g}" for w in weights)
+    fields["opik_metrics"] = package_version()
+    return Signature(fields)

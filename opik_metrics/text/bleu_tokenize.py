@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 from sacrebleu.metrics.bleu import BLEU as _SacreBLEU
 
-from .bleu_13a import tokenize_13a
+from opik_metrics.text.bleu_13a import tokenize_13a
 
 #: Every tokenizer name sacrebleu knows; some need its optional extras (mecab, sentencepiece).
 TOKENIZER_NAMES: tuple[str, ...] = tuple(_SacreBLEU.TOKENIZERS)

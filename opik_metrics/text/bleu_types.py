@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import add
+from typing import Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,19 @@ class BLEUStats:
             self.sys_len + other.sys_len,
             self.ref_len + other.ref_len,
         )
+
+    def as_list(self) -> list[int]:
+        """The statistics as one flat list: correct per order, total per order, sys_len, ref_len."""
+        return [*self.correct, *self.total, self.sys_len, self.ref_len]
+
+    @classmethod
+    def from_list(cls, values: Sequence[float], max_ngram_order: int) -> BLEUStats:
+        """The inverse of ``as_list`` (numbers that are whole, e.g. summed floats, become ints)."""
+        o = max_ngram_order
+        if len(values) != 2 * o + 2:
+            raise ValueError(f"BLEU statistics of order {o} have {2 * o + 2} numbers, got {len(values)}")
+        v = [int(x) for x in values]
+        return cls(tuple(v[:o]), tuple(v[o:2 * o]), v[2 * o], v[2 * o + 1])
 
     def __radd__(self, other: object) -> BLEUStats:
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .rouge_counts import FMeasure, Score, counts_to_score, pool, resolve_alpha
-from .rouge_measures import build_measure
-from .rouge_text import PreparedText
-from .rouge_types import RougeType, parse_rouge_type
-from .tokenize import make_tokenizer
-from ..versions import ours as _package_version
+from opik_metrics.text.rouge_counts import FMeasure, Score, counts_to_score, pool, resolve_alpha
+from opik_metrics.text.rouge_measures import build_measure
+from opik_metrics.text.rouge_text import PreparedText
+from opik_metrics.text.rouge_types import RougeType, parse_rouge_type
+from opik_metrics.text.tokenize import make_tokenizer
+from opik_metrics.core.signature import Signature
+from opik_metrics.core.versions import ours as _package_version
 
 __all__ = ["RougeScorer", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
@@ -117,19 +118,14 @@ class RougeScorer:
                 result[name] = _best(counts_to_score(c, fmeasure, root) for c in all_counts)
         return result
 
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         """Everything that determines the numbers, e.g. for experiment metadata and reproducibility."""
-        return "|".join((
-            "rouge",
-            "types:" + ",".join(self.rouge_types),
-            "tok:" + self._tokenizer.name,
-            "stem:" + ("yes" if self.use_stemmer else "no"),
-            "stop:" + ("yes" if self.remove_stopwords else "no"),
-            "f:" + self._alpha_text,
-            "multi:" + self.multi_reference,
-            f"w:{self.wlcs_weight:g}",
-            "version:" + _package_version(),
-        ))
+        return Signature({
+            "metric": "rouge", "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
+            "stem": "yes" if self.use_stemmer else "no", "stop": "yes" if self.remove_stopwords else "no",
+            "f": self._alpha_text, "multi": self.multi_reference, "w": f"{self.wlcs_weight:g}",
+            "version": _package_version(),
+        }, formats={"metric": "{}"})
 
     def __repr__(self) -> str:
         return f"RougeScorer({self.signature()!r})"

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .rouge_counts import Counts
-from .rouge_lcs import lcs_length_with_masks, weighted_lcs
-from .rouge_ngrams import clipped_overlap, ngram_total, skip_bigram_total
-from .rouge_summary import summary_lcs_hits
-from .rouge_text import PreparedText
-from .rouge_types import LCS, NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
+from opik_metrics.text.rouge_counts import Counts
+from opik_metrics.text.rouge_lcs import lcs_length_with_masks, weighted_lcs
+from opik_metrics.text.rouge_ngrams import clipped_overlap, ngram_total, skip_bigram_total
+from opik_metrics.text.rouge_summary import summary_lcs_hits
+from opik_metrics.text.rouge_text import PreparedText
+from opik_metrics.text.rouge_types import LCS, NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
 
 Measure = Callable[[PreparedText, PreparedText], Counts]
 

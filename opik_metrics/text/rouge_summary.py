@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from .rouge_lcs import lcs_positions
+from opik_metrics.text.rouge_lcs import lcs_positions
 
 
 def union_lcs_positions(reference_sentence: list, candidate_sentences: Sequence[list]) -> list:

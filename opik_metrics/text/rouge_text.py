@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .rouge_lcs import position_masks
-from .rouge_ngrams import ngram_counts, skip_bigram_counts
+from opik_metrics.text.rouge_lcs import position_masks
+from opik_metrics.text.rouge_ngrams import ngram_counts, skip_bigram_counts
 
 
 class PreparedText:

@@ -11,7 +11,7 @@ import sys
 import unicodedata
 from typing import Callable, Iterable, Optional
 
-from .stopwords import ENGLISH_STOPWORDS
+from opik_metrics.text.stopwords import ENGLISH_STOPWORDS
 
 TOKENIZER_NAMES = ("default", "unicode")
 

@@ -14,9 +14,9 @@ from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.neural.captioner import CAPTION_MODEL
 
-from .conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
-from .images import ImageFetcher
-from .task import CaptionTask
+from pipelines.captioning.conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
+from pipelines.captioning.images import ImageFetcher
+from pipelines.captioning.task import CaptionTask
 
 DEFAULT_METRICS = ("rouge", "bleu")
 

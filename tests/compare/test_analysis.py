@@ -5,8 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text, lower_is_better
-from opik_metrics.compare.corpus import PooledPerplexity, parse_bleu_signature
+from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text
+from opik_metrics.compare.bootstrap import CorpusStatistic
+from opik_metrics.core import MetricFacts, ScoreFacts
+from opik_metrics.neural.lm_formulas import perplexity_from_statistics
 from tests.compare.records_fixture import experiment
 
 SETTINGS = CompareSettings(resamples=1000, seed=7)
@@ -62,9 +64,10 @@ def test_identical_systems_are_not_significant():
 
 
 def test_lower_is_better_scores_flip_the_verdict():
-    assert lower_is_better("perplexity") and lower_is_better("kl_divergence") and not lower_is_better("bleu")
-    a = experiment("a", {"perplexity": [20.0 + k for k in range(20)]})
-    b = experiment("b", {"perplexity": [10.0 + k for k in range(20)]})
+    facts = MetricFacts("perplexity", "hand-made", (ScoreFacts("perplexity", False, "log"),), higher_is_better=False)
+    config = {"metrics": {"perplexity": facts.as_dict()}}
+    a = experiment("a", {"perplexity": [20.0 + k for k in range(20)]}, config=config)
+    b = experiment("b", {"perplexity": [10.0 + k for k in range(20)]}, config=config)
     result = compare_experiments([a, b], SETTINGS)
     (metric,) = result["metrics"]
     assert metric["higher_is_better"] is False and metric["scale"] == "log"
@@ -103,8 +106,13 @@ def test_three_experiments_make_three_pairs_and_a_multiple_testing_note():
 
 
 def test_metric_choice():
+    """Parts (precision, recall) are left out by default because the metrics' facts say so."""
+    from opik_metrics import BLEU, ROUGE
+    bertscore = MetricFacts("bertscore", "hand-made", (ScoreFacts("BERTF1"), ScoreFacts("BERTRecall", part=True)))
+    config = {"metrics": {"rouge": ROUGE(rouge_types=["rouge1"], track=False).facts.as_dict(),
+                          "bleu": BLEU(track=False).facts.as_dict(), "bertscore": bertscore.as_dict()}}
     scores = {"rouge1_f1": [0.5, 0.6], "rouge1_precision": [0.4, 0.4], "BERTRecall": [0.9, 0.8], "bleu": [0.2, 0.1]}
-    a, b = experiment("a", scores), experiment("b", scores)
+    a, b = experiment("a", scores, config=config), experiment("b", scores, config=config)
     default = [m["name"] for m in compare_experiments([a, b], SETTINGS)["metrics"]]
     assert default == ["rouge1_f1", "bleu"]
     every = [m["name"] for m in compare_experiments([a, b], CompareSettings(all_scores=True))["metrics"]]
@@ -147,20 +155,12 @@ def test_config_differences_are_listed_per_pair():
 
 
 def test_pooled_perplexity_by_hand():
-    stat = PooledPerplexity([(2.0, 2), (6.0, 2)])                 # mean NLL 8 / 4 = 2
+    stat = CorpusStatistic([(2.0, 2), (6.0, 2)], perplexity_from_statistics)   # mean NLL 8 / 4 = 2
     assert stat.value == pytest.approx(math.exp(2.0))
     idx = np.array([[0, 0], [1, 1], [0, 1]])
     assert stat.resampled(idx) == pytest.approx([math.exp(1.0), math.exp(3.0), math.exp(2.0)])
     with pytest.raises(ValueError, match="at least one item"):
-        PooledPerplexity([])
-
-
-def test_bleu_signature_options():
-    sig = "nrefs:1|case:lc|eff:yes|tok:intl|smooth:floor[0.10]|version:2.6.0|order:3|w:0.5/0.3/0.2|opik_metrics:0.1.0"
-    assert parse_bleu_signature(sig) == {"tokenize": "intl", "lowercase": True, "effective_order": True,
-                                         "smooth_method": "floor", "smooth_value": 0.1, "max_ngram_order": 3,
-                                         "weights": [0.5, 0.3, 0.2]}
-    assert parse_bleu_signature("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0")["smooth_method"] == "exp"
+        CorpusStatistic([], perplexity_from_statistics)
 
 
 def test_input_text_is_one_readable_line():

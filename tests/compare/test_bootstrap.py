@@ -25,7 +25,7 @@ from opik_metrics.compare.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    CorpusBLEUStatistic,
+    CorpusStatistic,
     Interval,
     MeanStatistic,
     PairedResult,
@@ -34,9 +34,15 @@ from opik_metrics.compare.bootstrap import (
     resample_indices,
     wins_ties_losses,
 )
-from opik_metrics.text.bleu import BLEUScorer
+from opik_metrics.text.bleu import BLEUScorer, bleu_from_statistics
 
 SCORER = BLEUScorer(tokenize="13a", smooth_method="exp", effective_order=False)  # = sacrebleu BLEU()
+CORPUS_BLEU = functools.partial(bleu_from_statistics, smooth_method="exp", effective_order=False)
+
+
+def CorpusBLEUStatistic(stats, scorer=SCORER) -> CorpusStatistic:
+    """Corpus BLEU as the comparison builds it: the items' statistics rows and BLEU's corpus formula."""
+    return CorpusStatistic([s.as_list() for s in stats], CORPUS_BLEU)
 ORACLE_SEEDS = range(20)
 # sacrebleu keeps bootstrap statistics as float32 and, under NumPy 2 (NEP 50), 100. * float32 stays
 # float32, so its resampled precisions are float32-rounded: resampled scores (<= 1) are off by up to
@@ -371,12 +377,13 @@ def test_seeded_draws_are_deterministic():
         (lambda: MeanStatistic([1.0, 2.0, float("-inf")]), r"values\[2\] is -inf"),
         (lambda: MeanStatistic([[1.0, 2.0]]), r"values must be 1-D"),
         (lambda: MeanStatistic(["a"]), r"values must be a 1-D sequence of numbers"),
-        (lambda: CorpusBLEUStatistic([], SCORER), r"stats is empty"),
-        (lambda: CorpusBLEUStatistic([SCORER.stats("a b", "a b"), "x"], SCORER),
-         r"stats\[1\] must be BLEUStats"),
-        (lambda: CorpusBLEUStatistic([SCORER.stats("a b", "a b")], BLEUScorer(max_ngram_order=2)),
-         r"stats\[0\] has 4 n-gram orders, the scorer uses 2"),
-        (lambda: CorpusBLEUStatistic([SCORER.stats("a b", "a b")], BLEU()), r"scorer must be a BLEUScorer"),
+        (lambda: CorpusStatistic([], CORPUS_BLEU), r"rows is empty"),
+        (lambda: CorpusStatistic([[1, 2], [1]], CORPUS_BLEU), r"rows\[1\] has 1 statistics, rows\[0\] has 2"),
+        (lambda: CorpusStatistic([[1, float("nan")]], CORPUS_BLEU), r"rows\[0\] holds nan"),
+        (lambda: CorpusStatistic([SCORER.stats("a b", "a b").as_list()], "bleu"), r"formula must be callable"),
+        (lambda: CorpusStatistic([SCORER.stats("a b", "a b").as_list()],
+                                 functools.partial(bleu_from_statistics, max_ngram_order=2)),
+         r"BLEU statistics of order 2 have 6 numbers, got 10"),
         (lambda: bootstrap_interval(MeanStatistic([1, 2]), resample_indices(3, 5)),
          r"idx has 3 columns but the statistic has 2 items"),
         (lambda: bootstrap_interval(MeanStatistic([1, 2]), np.array([0, 1])), r"idx must be a 2-D"),

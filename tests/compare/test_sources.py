@@ -79,11 +79,21 @@ class _FakeExperiment:
 class _FakeOpik:
     config = SimpleNamespace(url_override="http://opik.test/api")
 
-    def __init__(self, experiments):
+    def __init__(self, experiments, traces=()):
         self._experiments = experiments
+        self._traces = {tree.id: tree for tree in traces}
 
     def get_experiment_by_name(self, name, project_name=None):
         return self._experiments[name]
+
+    def search_spans(self, project_name=None, trace_id=None, truncate=True, **ignored):
+        """The spans of one trace, as the SDK lists them (flat), from what the emulator recorded."""
+        found, todo = [], list(self._traces[trace_id].spans)
+        while todo:
+            span = todo.pop()
+            found.append(SimpleNamespace(name=span.name, output=span.output))
+            todo.extend(span.spans)
+        return found
 
 
 def _record_on_opik(emulator, name, config):
@@ -100,7 +110,7 @@ def _record_on_opik(emulator, name, config):
                                                         "category_name": None} for f in tree.feedback_scores])
                 for tree in emulator.trace_trees[before:]]
     assert len(contents) == len(REFS)
-    return _FakeExperiment(name, config, contents, {corpus.name: corpus.value})
+    return _FakeExperiment(name, config, contents, {corpus.name: corpus.value}), emulator.trace_trees[before:]
 
 
 def test_the_same_comparison_from_opik_as_from_the_store(tmp_path, fake_opik_backend):
@@ -109,14 +119,16 @@ def test_the_same_comparison_from_opik_as_from_the_store(tmp_path, fake_opik_bac
     with ExperimentStore(path) as store:
         local = compare_experiments(load_experiments(list(SYSTEMS), store=store), settings)
         configs = {name: store.info(name).config for name in SYSTEMS}
-    client = _FakeOpik({name: _record_on_opik(fake_opik_backend, name, configs[name]) for name in SYSTEMS})
+    recorded = {name: _record_on_opik(fake_opik_backend, name, configs[name]) for name in SYSTEMS}
+    client = _FakeOpik({name: experiment for name, (experiment, _) in recorded.items()},
+                       [tree for _, trees in recorded.values() for tree in trees])
     remote_runs = load_experiments(list(SYSTEMS), client=client)
     remote = compare_experiments(remote_runs, settings)
 
     assert remote["source"] == "Opik server at http://opik.test/api"
     assert remote_runs[0].items[0].input == {"line": 1, "reference": REFS[0]}   # the item id is not content
     assert [m["name"] for m in remote["metrics"]] == [m["name"] for m in local["metrics"]]
-    assert "corpus_bleu" in {m["name"] for m in remote["metrics"]}    # recomputed from texts on the Opik path
+    assert "corpus_bleu" in {m["name"] for m in remote["metrics"]}    # statistics read from the metric spans
     for metric in local["metrics"]:
         name = metric["name"]
         for system in SYSTEMS:
@@ -128,7 +140,6 @@ def test_the_same_comparison_from_opik_as_from_the_store(tmp_path, fake_opik_bac
             assert theirs[field] == pytest.approx(mine[field], abs=1e-12), (name, field)
         assert [d["position"] for d in theirs["largest_differences"]] == \
             [d["position"] for d in mine["largest_differences"]]
-    assert any("no corpus BLEU signature recorded" in note for note in remote["notes"])
     assert not any("recomputed from item statistics is" in note for note in remote["notes"])
 
 

@@ -26,7 +26,7 @@ def test_every_item_lands_with_its_outcome(tmp_path):
         items = {i.input["question"]: i for i in store.items(info.id)}
     assert info.status == "finished" and info.config["model"] == "echo"
     assert set(info.config["metrics"]) == {"rouge", "bleu", "fragile"}
-    assert "13a" in info.config["metrics"]["bleu"] and info.config["versions"]["opik"] != "n/a"
+    assert info.config["metrics"]["bleu"]["signature"]["fields"]["tok"] == "13a" and info.config["versions"]["opik"] != "n/a"
     bad = items["q4"].scores
     assert bad["fragile"].failed and bad["fragile"].reason == "ValueError: cannot score this output"
     assert not bad["bleu"].failed and bad["rouge1_f1"].value == 0.0

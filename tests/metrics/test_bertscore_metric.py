@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from opik_metrics import BERTScore
-from opik_metrics.metrics.inputs import MetricInputError
+from opik_metrics.core.inputs import MetricInputError
 from tests.neural.tiny_models import build_bert
 
 bert_score = pytest.importorskip("bert_score")

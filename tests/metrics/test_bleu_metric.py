@@ -4,7 +4,7 @@ import sacrebleu
 
 from bench.corpus import realistic_pairs
 from opik_metrics import BLEU
-from opik_metrics.metrics.inputs import MetricInputError
+from opik_metrics.core.inputs import MetricInputError
 
 
 def test_sentence_bleu_equals_sacrebleu_with_metadata():

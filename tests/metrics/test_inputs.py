@@ -1,7 +1,7 @@
 """Input validation names the item and the field."""
 import pytest
 
-from opik_metrics.metrics.inputs import MetricInputError, require_batch, require_references, require_text
+from opik_metrics.core.inputs import MetricInputError, require_batch, require_references, require_text
 
 
 def test_require_text_accepts_strings_including_empty():

@@ -6,7 +6,7 @@ import opik
 import pytest
 import torch
 
-from opik_metrics.metrics.inputs import MetricInputError
+from opik_metrics.core.inputs import MetricInputError
 from opik_metrics.metrics.perplexity import Perplexity
 from opik_metrics.neural.causal_lm import load_causal_lm
 from opik_metrics.neural.registry import ModelNotAvailableError

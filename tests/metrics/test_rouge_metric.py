@@ -4,7 +4,7 @@ from rouge_score import rouge_scorer
 
 from bench.corpus import realistic_pairs
 from opik_metrics import ROUGE
-from opik_metrics.metrics.inputs import MetricInputError
+from opik_metrics.core.inputs import MetricInputError
 
 
 def as_dict(results):

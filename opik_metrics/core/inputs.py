@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-class MetricInputError(ValueError):
-    """Bad input to a metric; the message names the item (when known) and the field."""
+class MetricInputError(ValueError, TypeError):
+    """Bad input to a metric; the message names the item (when known) and the field. A ValueError
+    (and a TypeError, for callers that catch wrong types as such)."""
 
 
 def _where(field: str, item: int | None) -> str:

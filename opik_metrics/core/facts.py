@@ -1,0 +1,150 @@
+"""What a metric states about itself (as torchmetrics classes carry ``higher_is_better``): the
+scores it emits with their direction, scale and bounds, its corpus score, its signature. The
+comparison, the CLI, the store and the pipelines read these facts; nothing guesses from a name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from opik_metrics.core.signature import Signature
+from opik_metrics.core.statistics import Formula, formula_path
+
+SCALES = ("linear", "log")
+
+
+@dataclass(frozen=True)
+class ScoreFacts:
+    """One score a metric emits: its direction, scale, bounds, and whether it is a part
+    (precision, recall) of a main score rather than a main score itself."""
+
+    name: str
+    higher_is_better: bool = True
+    scale: str = "linear"
+    bounds: tuple[float | None, float | None] = (None, None)
+    part: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.higher_is_better, bool):
+            raise ValueError(f"score {self.name!r}: higher_is_better must be a bool, got {self.higher_is_better!r}")
+        if self.scale not in SCALES:
+            raise ValueError(f"score {self.name!r}: scale must be one of {SCALES}, got {self.scale!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "higher_is_better": self.higher_is_better, "scale": self.scale,
+                "bounds": list(self.bounds), "part": self.part}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScoreFacts":
+        low, high = (list(data.get("bounds") or [None, None]) + [None, None])[:2]
+        return cls(name=str(data["name"]), higher_is_better=bool(data.get("higher_is_better", True)),
+                   scale=str(data.get("scale", "linear")), bounds=(low, high), part=bool(data.get("part", False)))
+
+
+@dataclass(frozen=True)
+class CorpusFacts:
+    """The corpus score: computed by ``formula`` from the summed statistics of the items, which
+    the item score ``carrier`` holds in its metadata (``statistics``, values in ``fields`` order).
+
+    ``is_mean``: the corpus score is the mean of the item scores (ROUGE, BERTScore), so a
+    comparison of means already covers it; otherwise (corpus BLEU, perplexity) it is its own score.
+    """
+
+    score: ScoreFacts
+    carrier: str
+    fields: tuple[str, ...]
+    formula: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    is_mean: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.score.name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.score.as_dict(), "carrier": self.carrier, "fields": list(self.fields),
+                "formula": self.formula, "options": dict(self.options), "is_mean": self.is_mean}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "CorpusFacts":
+        return cls(score=ScoreFacts.from_dict(data), carrier=str(data["carrier"]),
+                   fields=tuple(data.get("fields") or ()), formula=str(data["formula"]),
+                   options=dict(data.get("options") or {}), is_mean=bool(data.get("is_mean", False)))
+
+
+@dataclass(frozen=True)
+class MetricFacts:
+    """Everything a metric states: the scores it emits (main scores first), the direction of any
+    score it did not declare, its corpus score and its signature."""
+
+    metric: str
+    kind: str
+    scores: tuple[ScoreFacts, ...]
+    higher_is_better: bool = True
+    corpus: CorpusFacts | None = None
+    signature: Signature | None = None
+
+    def score(self, name: str) -> ScoreFacts | None:
+        """The facts of score ``name`` (an item score or the corpus score), if declared."""
+        for facts in self.scores:
+            if facts.name == name:
+                return facts
+        if self.corpus is not None and self.corpus.name == name:
+            return self.corpus.score
+        return None
+
+    @property
+    def main(self) -> ScoreFacts:
+        return next((s for s in self.scores if not s.part), self.scores[0])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form, recorded with an experiment so that it compares right without the metric."""
+        return {"metric": self.metric, "kind": self.kind, "higher_is_better": self.higher_is_better,
+                "scores": [s.as_dict() for s in self.scores],
+                "corpus": self.corpus.as_dict() if self.corpus else None,
+                "signature": self.signature.as_dict() if self.signature is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "MetricFacts":
+        signature = data.get("signature")
+        if isinstance(signature, Mapping):
+            signature = _stored_signature(signature)
+        elif signature is not None:
+            signature = None
+        return cls(metric=str(data["metric"]), kind=str(data.get("kind", "")),
+                   scores=tuple(ScoreFacts.from_dict(s) for s in data.get("scores") or ()),
+                   higher_is_better=bool(data.get("higher_is_better", True)),
+                   corpus=CorpusFacts.from_dict(data["corpus"]) if data.get("corpus") else None,
+                   signature=signature)
+
+
+def _stored_signature(data: Mapping[str, Any]) -> Signature:
+    """A signature as recorded (its text and fields), rebuilt without parsing the text."""
+    made = str.__new__(Signature, str(data.get("text", "")))
+    made.fields = dict(data.get("fields") or {})
+    return made
+
+
+def corpus_facts(name: str, carrier: str, fields: Sequence[str], formula: Formula,
+                 options: Mapping[str, Any] | None = None, *, higher_is_better: bool = True,
+                 scale: str = "linear", bounds: tuple[float | None, float | None] = (None, None),
+                 is_mean: bool = False) -> CorpusFacts:
+    """CorpusFacts for ``formula`` (a function marked @corpus_formula)."""
+    return CorpusFacts(ScoreFacts(name, higher_is_better, scale, bounds), carrier, tuple(fields),
+                       formula_path(formula), dict(options or {}), is_mean)
+
+
+def facts_of(metric: Any) -> MetricFacts:
+    """The facts of any Opik metric: its own ``facts`` when it states them, else what a foreign
+    metric declares (``higher_is_better``, default True) for the score named after it."""
+    own = getattr(metric, "facts", None)
+    if isinstance(own, MetricFacts):
+        return own
+    name = str(getattr(metric, "name", type(metric).__name__))
+    higher = getattr(metric, "higher_is_better", True)
+    if not isinstance(higher, bool):
+        raise ValueError(f"metric {name!r}: higher_is_better must be True or False, got {higher!r}")
+    kind = f"{type(metric).__module__}.{type(metric).__qualname__}"
+    return MetricFacts(metric=name, kind=kind, scores=(ScoreFacts(name, higher),), higher_is_better=higher)
+
+

@@ -1,0 +1,35 @@
+"""Corpus formulas of the language-model metrics, from summed per-text statistics (no torch, so
+that a comparison can recompute corpus perplexity or KL without loading a model stack)."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from opik_metrics.core.statistics import corpus_formula
+
+PERPLEXITY_FIELDS = ("nll_sum", "n_tokens")
+KL_FIELDS = ("kl_sum", "n_tokens")
+
+
+def safe_exp(x: float) -> float:
+    """exp(x), or inf where it overflows."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+@corpus_formula
+def perplexity_from_statistics(values: Sequence[float]) -> float:
+    """exp(total NLL / total tokens); 1.0 when no token is scored (an empty sum of log-likelihoods)."""
+    nll_sum, n_tokens = values
+    return safe_exp(nll_sum / n_tokens) if n_tokens else 1.0
+
+
+@corpus_formula
+def kl_from_statistics(values: Sequence[float], *, reduction: str = "mean") -> float:
+    """Token-weighted mean KL (or the total, ``reduction="sum"``); 0.0 when no token is scored."""
+    kl_sum, n_tokens = values
+    if reduction == "sum":
+        return float(kl_sum)
+    return kl_sum / n_tokens if n_tokens else 0.0
