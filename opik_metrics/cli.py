@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from opik_metrics.catalog import METRICS, metric_spec
+from opik_metrics.metrics.catalog import METRICS, metric_spec
 from opik_metrics.cli_compare import register as register_compare_command
 from opik_metrics.cli_experiments import register as register_experiment_commands
 from opik_metrics.neural.registry import ModelNotAvailableError

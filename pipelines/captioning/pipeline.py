@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from opik_metrics.catalog import metric_spec
+from opik_metrics.metrics.catalog import metric_spec
 from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary

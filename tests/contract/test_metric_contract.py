@@ -1,0 +1,92 @@
+"""One contract, run over every metric of the catalog: facts declared, ``name`` honoured, the
+corpus score made from summable statistics and the same however the items are partitioned,
+signatures with fields. A metric added to the catalog fails here until it has a factory below."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from opik_metrics.core import MetricFacts, Signature, Statistics, facts_of
+from opik_metrics.metrics.catalog import METRICS
+from tests.neural.lm_fixtures import build_gpt2, one_torch_thread  # noqa: F401
+from tests.neural.tiny_models import build_bert
+
+OUTPUTS = ["a dog runs on the beach", "two cats sleep", "", "a red bus in the city at night", "pasta"]
+REFERENCES = [["a dog running on a beach"], ["two cats are sleeping", "cats sleep"], ["an empty one"],
+              ["the red bus in a city"], ["a plate of pasta"]]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return {"bert": str(build_bert(tmp_path_factory.mktemp("bert"))),
+            "gpt2": str(build_gpt2(tmp_path_factory.mktemp("gpt2"))),
+            "student": str(build_gpt2(tmp_path_factory.mktemp("student"), seed=5, layers=1))}
+
+
+def _options(key: str, models: dict) -> dict:
+    return {"rouge": {}, "bleu": {},
+            "bertscore": {"model": models["bert"], "num_layers": 2},
+            "perplexity": {"model": models["gpt2"]},
+            "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]}}[key]
+
+
+def test_every_catalog_metric_has_a_factory_here():
+    assert set(METRICS) == {"rouge", "bleu", "bertscore", "perplexity", "distillation_kl"}
+
+
+@pytest.fixture(scope="module", params=sorted(METRICS))
+def pair(request, models):
+    """The catalog metric under its default name and under another name."""
+    spec = METRICS[request.param]
+    options = _options(request.param, models)
+    return spec, spec.build(track=False, **options), spec.build(track=False, name="other", **options)
+
+
+def _refs(spec):
+    return REFERENCES if spec.needs_reference else None
+
+
+def test_facts_are_declared_and_round_trip(pair):
+    spec, metric, _ = pair
+    facts = facts_of(metric)
+    assert isinstance(facts, MetricFacts) and facts.metric == metric.name and facts.scores
+    assert isinstance(facts.higher_is_better, bool) and facts.main.higher_is_better == facts.higher_is_better
+    assert all(s.scale in ("linear", "log") for s in facts.scores)
+    assert MetricFacts.from_dict(json.loads(json.dumps(facts.as_dict()))).as_dict() == facts.as_dict()
+    emitted = [r.name for r in metric.score_batch(OUTPUTS[:2], _refs(spec) and REFERENCES[:2])[0]]
+    assert sorted(emitted) == sorted(s.name for s in facts.scores)     # what it emits is what it declares
+
+
+def test_name_is_honoured(pair):
+    spec, metric, renamed = pair
+    default = [r.name for r in metric.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1])[0]]
+    other = [r.name for r in renamed.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1])[0]]
+    assert not set(default) & set(other)                                # two instances never collide
+    if len(default) == 1:
+        assert other == ["other"] and renamed.facts.corpus.name == "corpus_other"
+    else:
+        assert other == [f"other_{name}" for name in default]
+    assert renamed.facts.corpus.name != metric.facts.corpus.name
+
+
+def test_corpus_score_is_summed_statistics_and_partition_invariant(pair):
+    spec, metric, _ = pair
+    stats = metric.statistics(OUTPUTS, _refs(spec))
+    assert len(stats) == len(OUTPUTS) and all(isinstance(s, Statistics) for s in stats)
+    whole = metric.corpus_score(OUTPUTS, _refs(spec))
+    assert whole.name == metric.facts.corpus.name
+    assert whole.value == metric.from_statistics(sum(stats)).value
+    for split in (1, 2, 4):                                             # a worker per part, then reduced
+        parts = [sum(stats[:split]), sum(stats[split:])]
+        assert math.isclose(metric.from_statistics(parts[0] + parts[1]).value, whole.value, rel_tol=1e-12)
+    reversed_sum = sum(reversed(stats))
+    assert math.isclose(metric.from_statistics(reversed_sum).value, whole.value, rel_tol=1e-12)
+
+
+def test_signature_has_fields_without_scoring(pair):
+    _, metric, _ = pair
+    assert isinstance(metric.signature, Signature) and metric.signature.fields
+    assert str(metric.signature) and metric.facts.signature == metric.signature
+    assert all(f"{v}" in str(metric.signature) for v in metric.signature.fields.values() if isinstance(v, str))
