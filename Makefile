@@ -14,7 +14,7 @@ export OPIK_SENTRY_ENABLE ?= false
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
 	$(PIP) install -q -c constraints.txt -e ".[dev,offline]"
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m opik_metrics.demo
+	$(BIN)/python examples/demo/run.py
 
 # The report's browser test renders it in Debian's chromium; install it when missing (needs root or sudo).
 browser:

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from opik_metrics.table import format_table
+from opik_metrics.core.table import format_table
 
 BENCHMARKS = ["bench_rouge", "bench_bleu", "bench_bertscore", "bench_perplexity"]
 _MARK = "@@bench-rows@@"

@@ -82,7 +82,7 @@ def _batch_rows(label: str, model: str, layer: int, preds: list[str], refs: list
                 block: int) -> list[dict]:
     import bert_score
 
-    from opik_metrics.neural.bertscore import BertScoreEngine
+    from opik_metrics.neural.bertscore.engine import BertScoreEngine
 
     start = time.perf_counter()
     ours = BertScoreEngine(model=model, num_layers=layer)

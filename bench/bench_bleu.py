@@ -13,8 +13,8 @@ from typing import Callable
 from sacrebleu.metrics import BLEU
 
 from bench.corpus import realistic_pairs
-from opik_metrics.text.bleu import BLEUScorer
-from opik_metrics.text.bleu_13a import tokenize_13a
+from opik_metrics.text.bleu.scorer import BLEUScorer
+from opik_metrics.text.tokenizers.tokenizer_13a import tokenize_13a
 
 TARGET = 1.5
 

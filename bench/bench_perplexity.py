@@ -12,12 +12,12 @@ import time
 import torch
 
 from bench.corpus import realistic_pairs
-from opik_metrics.neural.causal_lm import load_causal_lm
-from opik_metrics.neural.lm_batches import forward_logits, pad_rows
-from opik_metrics.neural.lm_rows import encode_texts
-from opik_metrics.neural.lm_scoring import row_batches
-from opik_metrics.neural.perplexity import PerplexityScorer, token_nll
-from opik_metrics.table import format_table
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.neural.lm.batches import forward_logits, pad_rows
+from opik_metrics.neural.lm.rows import encode_texts
+from opik_metrics.neural.lm.scoring import row_batches
+from opik_metrics.neural.lm.perplexity import PerplexityScorer, token_nll
+from opik_metrics.core.table import format_table
 
 MODEL = "packaged:smollm2"
 BATCH_SIZE = 16

@@ -29,7 +29,7 @@ def main(n: int = 10_000) -> list:
     """Time both scorers on ``realistic_pairs(n)`` for stemmer off and on; return and print one row each."""
     from rouge_score import rouge_scorer
 
-    from opik_metrics.text.rouge import RougeScorer
+    from opik_metrics.text.rouge.scorer import RougeScorer
 
     predictions, references = realistic_pairs(n)
     pairs = list(zip(predictions, references))

@@ -18,7 +18,7 @@ _PUBLIC = {
     "BERTScore": "opik_metrics.metrics.bertscore",
     "Perplexity": "opik_metrics.metrics.perplexity",
     "DistillationKL": "opik_metrics.metrics.distillation",
-    "distillation_loss": "opik_metrics.neural.distillation",
+    "distillation_loss": "opik_metrics.neural.lm.distillation_loss",
 }
 __all__ = sorted(_PUBLIC)
 

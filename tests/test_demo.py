@@ -2,7 +2,7 @@
 with its reason (the whole demo runs in CI through `make demo`)."""
 import pytest
 
-from opik_metrics.demo import EXAMPLES, SYSTEMS, SystemFailure, demo_items, read_lines, system_task
+from examples.demo.run import EXAMPLES, SYSTEMS, SystemFailure, demo_items, read_lines, system_task
 
 
 def test_items_and_systems_line_up():

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from opik_metrics.neural.registry import ModelNotAvailableError, offline_help, resolve_model
+from opik_metrics.neural.models.registry import ModelNotAvailableError, offline_help, resolve_model
 
 
 def test_hub_id_passes_through():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from opik_metrics.neural.bertscore import BertScore, BertScoreEngine
-from opik_metrics.neural.microbatch import MicroBatcher
+from opik_metrics.neural.bertscore.engine import BertScore, BertScoreEngine
+from opik_metrics.metrics.microbatch import MicroBatcher
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.core.inputs import require_references, require_text
@@ -101,5 +101,5 @@ class BERTScore(ReferenceMetric):
 
     def save_heatmap(self, output: str, reference: str | Sequence[str], path: str) -> str:
         """Write the similarity heatmap of ``output`` vs ``reference`` to a PNG at ``path``."""
-        from opik_metrics.neural.bertscore_plot import save_heatmap
+        from opik_metrics.neural.bertscore.plot import save_heatmap
         return save_heatmap(self.explain(output, reference), path)

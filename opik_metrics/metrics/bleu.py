@@ -6,7 +6,7 @@ from typing import Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.text.bleu import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
+from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
 
 
 class BLEU(ReferenceMetric):

@@ -7,9 +7,9 @@ from typing import Any
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
-from opik_metrics.neural.kl_scorer import DistillationKLScorer, TextKL
-from opik_metrics.neural.lm_formulas import KL_FIELDS, kl_from_statistics
+from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.neural.lm.kl import DistillationKLScorer, TextKL
+from opik_metrics.neural.lm.formulas import KL_FIELDS, kl_from_statistics
 
 REDUCTIONS = ("mean", "sum")
 

@@ -5,9 +5,9 @@ import math
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
-from opik_metrics.neural.lm_formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
-from opik_metrics.neural.perplexity import PerplexityScorer, TextPerplexity
+from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.neural.lm.formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
+from opik_metrics.neural.lm.perplexity import PerplexityScorer, TextPerplexity
 
 
 class Perplexity(ReferenceFreeMetric):

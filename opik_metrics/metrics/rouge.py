@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.text.rouge import RougeScorer, Score
+from opik_metrics.text.rouge.scorer import RougeScorer, Score
 
 _PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))
 

@@ -12,11 +12,11 @@ from opik_metrics.metrics.catalog import metric_spec
 from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary
-from opik_metrics.neural.captioner import CAPTION_MODEL
+from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL
 
-from pipelines.captioning.conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
-from pipelines.captioning.images import ImageFetcher
-from pipelines.captioning.task import CaptionTask
+from opik_metrics.pipelines.captioning.conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
+from opik_metrics.pipelines.captioning.images import ImageFetcher
+from opik_metrics.pipelines.captioning.task import CaptionTask
 
 DEFAULT_METRICS = ("rouge", "bleu")
 
@@ -94,7 +94,7 @@ def run_captioning(
     overwrite: bool = False,
 ) -> ExperimentSummary:
     """Caption Conceptual Captions images with BLIP and score the captions against the references."""
-    from opik_metrics.neural.captioner import BlipCaptioner
+    from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 
     check_source(tsv, hf_dataset, limit)
     scoring = build_metrics(metrics, bertscore_model)

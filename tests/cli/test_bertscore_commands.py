@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from opik_metrics.cli import main
+from opik_metrics.cli.main import main
 from opik_metrics.metrics.bertscore import BERTScore
 
 PREDS = ["a man is riding a horse on the beach", "two dogs play in the snow"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from opik_metrics.cli import main
+from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore

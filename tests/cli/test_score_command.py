@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from opik_metrics.cli import main
+from opik_metrics.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

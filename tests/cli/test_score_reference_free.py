@@ -2,7 +2,7 @@
 import json
 import math
 
-from opik_metrics.cli import main
+from opik_metrics.cli.main import main
 from tests.neural.lm_fixtures import gpt2_dir, one_torch_thread  # noqa: F401
 
 

@@ -8,7 +8,7 @@ import pytest
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text
 from opik_metrics.compare.bootstrap import CorpusStatistic
 from opik_metrics.core import MetricFacts, ScoreFacts
-from opik_metrics.neural.lm_formulas import perplexity_from_statistics
+from opik_metrics.neural.lm.formulas import perplexity_from_statistics
 from tests.compare.records_fixture import experiment
 
 SETTINGS = CompareSettings(resamples=1000, seed=7)

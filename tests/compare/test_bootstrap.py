@@ -34,7 +34,7 @@ from opik_metrics.compare.bootstrap import (
     resample_indices,
     wins_ties_losses,
 )
-from opik_metrics.text.bleu import BLEUScorer, bleu_from_statistics
+from opik_metrics.text.bleu.scorer import BLEUScorer, bleu_from_statistics
 
 SCORER = BLEUScorer(tokenize="13a", smooth_method="exp", effective_order=False)  # = sacrebleu BLEU()
 CORPUS_BLEU = functools.partial(bleu_from_statistics, smooth_method="exp", effective_order=False)

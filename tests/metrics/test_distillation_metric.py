@@ -7,8 +7,8 @@ import torch.nn.functional as F
 
 from opik_metrics.metrics.distillation import DistillationKL
 from opik_metrics.core.inputs import MetricInputError
-from opik_metrics.neural.causal_lm import load_causal_lm
-from opik_metrics.neural.vocab_check import VocabularyMismatchError
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.neural.models.vocabulary import VocabularyMismatchError
 from tests.neural.lm_fixtures import (build_llama, corpus, gpt2_dir, llama_dir, llama_student_dir,  # noqa: F401
                                       one_torch_thread)
 

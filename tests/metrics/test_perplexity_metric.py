@@ -8,8 +8,8 @@ import torch
 
 from opik_metrics.core.inputs import MetricInputError
 from opik_metrics.metrics.perplexity import Perplexity
-from opik_metrics.neural.causal_lm import load_causal_lm
-from opik_metrics.neural.registry import ModelNotAvailableError
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.neural.models.registry import ModelNotAvailableError
 from tests.neural.lm_fixtures import corpus, gpt2_dir, nobos_llama_dir, one_torch_thread  # noqa: F401
 
 

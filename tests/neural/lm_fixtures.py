@@ -125,6 +125,6 @@ def nobos_llama_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smollm2():
     """The packaged SmolLM2-135M (GGUF, ~20 s to load), once per session."""
-    from opik_metrics.neural.causal_lm import load_causal_lm
+    from opik_metrics.neural.models.causal_lm import load_causal_lm
 
     return load_causal_lm("packaged:smollm2", device="cpu")

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from opik_metrics.neural import loading
-from opik_metrics.neural.bertscore import BertScoreEngine
-from opik_metrics.neural.bertscore_layers import default_layer, default_model, table_key
-from opik_metrics.neural.registry import ModelNotAvailableError, ResolvedModel, resolve_model
+from opik_metrics.neural.models import encoders as loading
+from opik_metrics.neural.bertscore.engine import BertScoreEngine
+from opik_metrics.neural.bertscore.layers import default_layer, default_model, table_key
+from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, resolve_model
 
 
 # --- defaults (bert_score's tables) ----------------------------------------------------------

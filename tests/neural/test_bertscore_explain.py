@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opik_metrics.neural.bertscore import BertScoreEngine
-from opik_metrics.neural.bertscore_plot import save_heatmap
+from opik_metrics.neural.bertscore.engine import BertScoreEngine
+from opik_metrics.neural.bertscore.plot import save_heatmap
 
 CAND = "The quick brown dog jumped over the lazy cat."
 REF = "A quick brown fox jumps over the lazy dog."

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from opik_metrics.neural.bertscore import BertScoreEngine
-from opik_metrics.neural.bertscore_baseline import load_baseline
-from opik_metrics.neural.bertscore_idf import TokenWeights
-from opik_metrics.neural.bertscore_match import Side, f_measure, greedy_scores
+from opik_metrics.neural.bertscore.engine import BertScoreEngine
+from opik_metrics.neural.bertscore.baseline import load_baseline
+from opik_metrics.neural.bertscore.idf import TokenWeights
+from opik_metrics.neural.bertscore.match import Side, f_measure, greedy_scores
 
 
 def _side(vectors, weights) -> Side:

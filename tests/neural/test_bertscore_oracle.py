@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bench.corpus import realistic_pairs
-from opik_metrics.neural.bertscore import BertScoreEngine
+from opik_metrics.neural.bertscore.engine import BertScoreEngine
 
 bert_score = pytest.importorskip("bert_score")
 pytestmark = pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")

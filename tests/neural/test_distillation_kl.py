@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from opik_metrics.neural.causal_lm import load_causal_lm
-from opik_metrics.neural.distillation import DistillationKLScorer, VocabularyMismatchError, token_kl
-from opik_metrics.neural.lm_windows import plan_windows
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.neural.lm.distillation_loss import DistillationKLScorer, VocabularyMismatchError, token_kl
+from opik_metrics.neural.lm.windows import plan_windows
 from tests.neural.lm_fixtures import (build_gpt2, build_llama, corpus, llama_dir, llama_student_dir,  # noqa: F401
                                       one_torch_thread, short_gpt2_dir, short_gpt2_student_dir)
 

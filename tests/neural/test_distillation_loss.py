@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from opik_metrics.neural.distillation import distillation_loss, distillation_loss_parts
+from opik_metrics.neural.lm.distillation_loss import distillation_loss, distillation_loss_parts
 
 
 def oracle_loss(student, teacher, labels, temperature, alpha):

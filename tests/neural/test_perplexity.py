@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import PretrainedConfig
 
-from opik_metrics.neural.causal_lm import CausalLM, load_causal_lm
-from opik_metrics.neural.perplexity import PerplexityScorer, corpus_perplexity
+from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.neural.lm.perplexity import PerplexityScorer, corpus_perplexity
 from tests.neural.lm_fixtures import (build_tokenizer, corpus, gpt2_dir, llama_dir, nobos_llama_dir,  # noqa: F401
                                       one_torch_thread)
 
@@ -123,7 +123,7 @@ def test_hand_worked_bigram_perplexity():
 
 
 def test_corpus_perplexity_is_token_weighted():
-    from opik_metrics.neural.perplexity import TextPerplexity
+    from opik_metrics.neural.lm.perplexity import TextPerplexity
 
     items = [TextPerplexity(2 * math.log(2), 2, 2, 1), TextPerplexity(6 * math.log(8), 6, 6, 1),
              TextPerplexity(0.0, 0, 0, 0)]

@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from opik_metrics.neural.perplexity import PerplexityScorer
+from opik_metrics.neural.lm.perplexity import PerplexityScorer
 from tests.neural.lm_fixtures import one_torch_thread, smollm2  # noqa: F401
 
 TEXTS = [

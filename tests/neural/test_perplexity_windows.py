@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from opik_metrics.neural.causal_lm import load_causal_lm
-from opik_metrics.neural.lm_windows import Window, plan_windows
-from opik_metrics.neural.perplexity import PerplexityScorer
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.neural.lm.windows import Window, plan_windows
+from opik_metrics.neural.lm.perplexity import PerplexityScorer
 from tests.neural.lm_fixtures import corpus, gpt2_dir, one_torch_thread, short_gpt2_dir  # noqa: F401
 
 

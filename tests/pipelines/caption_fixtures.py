@@ -1,5 +1,5 @@
 """Offline stand-ins for the captioning pipeline, as pytest fixtures: a tiny random BLIP and the
-local image server come from ``pipelines.captioning.offline`` (the notebooks use them too); the
+local image server come from ``opik_metrics.pipelines.captioning.offline`` (the notebooks use them too); the
 routes here add what only tests need — a 404, a slow one, an HTML page, a fake and a truncated
 JPEG, a flaky one, a redirect — and a TSV with dead links and malformed rows.
 Import the fixtures into a test module: ``from tests.pipelines.caption_fixtures import ...``.
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pipelines.captioning import offline
-from pipelines.captioning.offline import WORDS, ImageServer, Route, build_tiny_blip, jpeg_bytes  # noqa: F401
+from opik_metrics.pipelines.captioning import offline
+from opik_metrics.pipelines.captioning.offline import WORDS, ImageServer, Route, build_tiny_blip, jpeg_bytes  # noqa: F401
 
 SLOW_SECONDS = 1.5          # the slow route answers after this; tests use a shorter timeout
 FAST_GENERATION = {"max_length": 16, "min_length": 4, "num_beams": 2}

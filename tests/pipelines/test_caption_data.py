@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pipelines.captioning.conceptual_captions import (CaptionRow, DatasetSourceError, parse_tsv_line, read_hf,
+from opik_metrics.pipelines.captioning.conceptual_captions import (CaptionRow, DatasetSourceError, parse_tsv_line, read_hf,
                                                       read_tsv, take)
 from tests.pipelines.caption_fixtures import image_server  # noqa: F401
 
@@ -111,7 +111,7 @@ def test_hugging_face_name_without_the_datasets_package(monkeypatch):
 
 
 def test_pipeline_items_from_either_source(tmp_path):
-    from pipelines.captioning.pipeline import default_dataset_name, read_items
+    from opik_metrics.pipelines.captioning.pipeline import default_dataset_name, read_items
 
     split = FakeHFSplit([{"image_url": f"http://x.org/{k}.jpg", "caption": f"c{k}"} for k in range(10)])
     items, data = read_items(hf_dataset=split, split="train", limit=3, sample=True, seed=4)

@@ -5,8 +5,8 @@ import io
 import pytest
 from PIL import Image
 
-from opik_metrics.neural.captioner import CAPTION_MODEL, GENERATION_DEFAULTS, BlipCaptioner, generation_settings
-from opik_metrics.neural.registry import ModelNotAvailableError
+from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL, GENERATION_DEFAULTS, BlipCaptioner, generation_settings
+from opik_metrics.neural.models.registry import ModelNotAvailableError
 from tests.pipelines.caption_fixtures import FAST_GENERATION, jpeg_bytes, one_thread, tiny_blip  # noqa: F401
 
 

@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from opik_metrics import BLEU
-from opik_metrics.cli_experiments import register
+from opik_metrics.cli.experiments import register
 from opik_metrics.experiments.store import ExperimentStore
-from opik_metrics.neural.captioner import BlipCaptioner
-from pipelines.captioning.images import ImageFetcher
-from pipelines.captioning.pipeline import run_captioning
+from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
+from opik_metrics.pipelines.captioning.images import ImageFetcher
+from opik_metrics.pipelines.captioning.pipeline import run_captioning
 from tests.pipelines.caption_fixtures import (FAST_GENERATION, GOOD, caption_tsv, image_server,  # noqa: F401
                                               one_thread, tiny_blip)
 

@@ -8,9 +8,9 @@ import torch
 
 from opik_metrics.experiments.opik_server import OpikServerUnavailable, choose_backend
 from opik_metrics.experiments.store import ExperimentStore
-from opik_metrics.neural.causal_lm import load_causal_lm
-from pipelines import distillation
-from pipelines.distillation_data import HELDOUT_TEXTS, TRAIN_TEXTS, heldout_items
+from opik_metrics.neural.models.causal_lm import load_causal_lm
+from opik_metrics.pipelines.distillation import pipeline as distillation
+from opik_metrics.pipelines.distillation.data import HELDOUT_TEXTS, TRAIN_TEXTS, heldout_items
 from tests.neural.lm_fixtures import build_llama, one_torch_thread  # noqa: F401
 
 NAMES = ["distillation-teacher", "distillation-student"]
@@ -90,7 +90,7 @@ def test_student_scores_equal_a_direct_computation(run):
 
 
 def test_student_starts_as_the_teachers_first_layers(tmp_path):
-    from pipelines.distillation_student import truncated_student
+    from opik_metrics.pipelines.distillation.student import truncated_student
 
     teacher = load_causal_lm(str(build_llama(tmp_path / "t", seed=6, layers=3)), device="cpu")
     student = truncated_student(teacher, 2)

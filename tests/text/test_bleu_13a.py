@@ -7,7 +7,7 @@ import pytest
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from bench.corpus import realistic_pairs
-from opik_metrics.text.bleu_13a import tokenize_13a
+from opik_metrics.text.tokenizers.tokenizer_13a import tokenize_13a
 
 ORACLE = Tokenizer13a()
 RULE_CHARS = ["a", "1", ".", ",", "-", " ", "!", "'", "\t"]  # each class the regex rules tell apart

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from opik_metrics.text.bleu import TOKENIZER_NAMES, BLEUScorer, BLEUStats
+from opik_metrics.text.bleu.scorer import TOKENIZER_NAMES, BLEUScorer, BLEUStats
 
 
 @pytest.mark.parametrize(

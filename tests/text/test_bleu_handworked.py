@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from opik_metrics.text.bleu import BLEUResult, BLEUScorer, BLEUStats
-from opik_metrics.text.bleu_formula import brevity_penalty
+from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats
+from opik_metrics.text.bleu.formula import brevity_penalty
 
 approx = lambda x: pytest.approx(x, rel=1e-12, abs=1e-15)  # noqa: E731
 

@@ -10,7 +10,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from bench.corpus import realistic_pairs
-from opik_metrics.text.bleu import BLEUResult, BLEUScorer
+from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer
 
 TOKENIZERS = ["13a", "intl", "char", "zh", "none"]
 SMOOTHINGS = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from sacrebleu.metrics import BLEU
 
-from opik_metrics.text.bleu import BLEUScorer
-from opik_metrics.text.bleu_signature import package_version
+from opik_metrics.text.bleu.scorer import BLEUScorer
+from opik_metrics.text.bleu.signature import package_version
 
 
 @pytest.mark.parametrize(

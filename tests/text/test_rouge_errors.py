@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from opik_metrics.text.rouge import RougeScorer, parse_rouge_type
+from opik_metrics.text.rouge.scorer import RougeScorer, parse_rouge_type
 
 
 @pytest.mark.parametrize("name", ["rouge0", "rouge10", "rougeX", "rougel", "ROUGE1", "rougeS-1", "rougeSU04",

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from opik_metrics.text.rouge import RougeScorer, Score
-from opik_metrics.text.rouge_ngrams import skip_bigram_counts, skip_bigram_total
+from opik_metrics.text.rouge.scorer import RougeScorer, Score
+from opik_metrics.text.rouge.ngrams import skip_bigram_counts, skip_bigram_total
 
 
 def approx_score(precision, recall, fmeasure):

@@ -5,7 +5,7 @@ import random
 
 from rouge_score.rouge_scorer import lcs_ind
 
-from opik_metrics.text.rouge_lcs import lcs_length, lcs_length_dp, lcs_positions, weighted_lcs
+from opik_metrics.text.rouge.lcs import lcs_length, lcs_length_dp, lcs_positions, weighted_lcs
 
 
 def _random_sequences(seed: int, count: int):

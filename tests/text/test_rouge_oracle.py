@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rouge_score import rouge_scorer, tokenizers
 
-from opik_metrics.text.rouge import RougeScorer, Score
-from opik_metrics.text.tokenize import DefaultTokenizer
+from opik_metrics.text.rouge.scorer import RougeScorer, Score
+from opik_metrics.text.tokenizers.words import DefaultTokenizer
 
 try:
     from bench.corpus import realistic_pairs

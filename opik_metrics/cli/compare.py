@@ -1,0 +1,93 @@
+"""``opik-metrics compare``: are the differences between experiments real? Reads them from the
+local store or an Opik server, writes an HTML report with plots and a JSON file, prints a summary.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from opik_metrics.cli.experiments import _guarded, _store_argument
+from opik_metrics.compare.summary import format_comparison
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    from opik_metrics.compare.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    parser.add_argument("names", nargs="+", metavar="NAME",
+                        help="experiments to compare (two or more); the first is the baseline")
+    source = parser.add_mutually_exclusive_group()
+    _store_argument(source)
+    source.add_argument("--opik", action="store_true",
+                        help="read the experiments from the configured Opik server (default: the server "
+                             "when one is configured, else the local store)")
+    parser.add_argument("--project", help="Opik project of the experiments (--opik)")
+    parser.add_argument("--output", "-o", required=True, metavar="DIR",
+                        help="folder for the report: index.html, comparison.json, plots/")
+    parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
+                        help="score to compare (repeatable; default: every score but precision/recall parts)")
+    parser.add_argument("--all-scores", action="store_true", help="also compare precision and recall parts")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                        help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
+    parser.add_argument("--top-k", type=int, default=5, help="items with the largest differences listed (default 5)")
+    parser.add_argument("--format", choices=["table", "json"], default="table",
+                        help="what to print: a summary table (default) or the whole comparison as JSON")
+
+
+def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
+    """The named experiments from the chosen source, and that source in words."""
+    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.experiments.opik_server import choose_backend
+    from opik_metrics.experiments.store import ExperimentStore
+
+    backend = choose_backend("local" if args.store else ("opik" if args.opik else "auto"),
+                             local_advice="pass --store PATH to compare experiments of the local store")
+    if backend.kind == "opik":
+        import opik
+
+        client = opik.Opik(project_name=args.project)
+        return load_experiments(args.names, client=client, project_name=args.project), backend.reason
+    with ExperimentStore(args.store, create=False) as store:
+        return load_experiments(args.names, store=store), f"local store {store.path}"
+
+
+@_guarded
+def cmd_compare(args: argparse.Namespace) -> int:
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.report import write_report
+
+    if len(args.names) < 2:
+        raise ValueError("compare needs at least two experiment names")
+    settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+                               top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
+                               all_scores=args.all_scores)
+    settings.check()
+    experiments, source = load_for_compare(args)
+    comparison = compare_experiments(experiments, settings, source=source)
+    try:
+        files = write_report(comparison, args.output)
+    except OSError as exc:
+        raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+    if args.format == "json":
+        json.dump(comparison, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(format_comparison(comparison))
+        print(f"\nreport: {files.html}\ndata:   {files.json}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``compare`` to the ``add_subparsers()`` object of the main parser."""
+    parser = subparsers.add_parser(
+        "compare", help="compare experiments: bootstrap intervals, paired significance, an HTML report",
+        description="Compare experiments item by item, from the local store or an Opik server: per-score "
+                    "means with seeded bootstrap confidence intervals, paired bootstrap significance on "
+                    "shared items (corpus BLEU recomputed on each resample), wins/ties/losses, the items that "
+                    "differ most and failed items; writes DIR/index.html (plots) and DIR/comparison.json.")
+    add_compare_arguments(parser)
+    parser.set_defaults(func=cmd_compare)

@@ -1,0 +1,95 @@
+"""Teacher-student KL per text: run each text through both models and sum the per-token KL of
+their softened next-token distributions at every position that predicts a text token.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from opik_metrics.core.signature import Signature
+from opik_metrics.neural.models.causal_lm import CausalLM
+from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, forward_logits, pad_rows
+from opik_metrics.neural.lm.rows import encode_texts, resolve_start_token
+from opik_metrics.neural.lm.scoring import (LOGIT_BUDGET, add_per_item, resolve_max_length, resolve_stride, row_batches,
+                         tokens_per_batch, validate_batch_size)
+from opik_metrics.neural.lm.logit_kl import token_kl, validate_temperature, validate_top_k
+from opik_metrics.neural.models.vocabulary import require_shared_vocabulary
+
+
+@dataclass(frozen=True)
+class TextKL:
+    """Summed per-token KL (nats) over the ``n_tokens`` scored positions of one text."""
+
+    kl_sum: float
+    n_tokens: int
+    text_tokens: int
+    n_windows: int
+
+    @property
+    def kl_mean(self) -> float:
+        """Mean KL per token; 0 for a text with nothing to score (an empty sum)."""
+        return self.kl_sum / self.n_tokens if self.n_tokens else 0.0
+
+
+def _min_context(a: int | None, b: int | None) -> int | None:
+    known = [x for x in (a, b) if x is not None]
+    return min(known) if known else None
+
+
+class DistillationKLScorer:
+    """KL(teacher_T || student_T) per token (or the reverse), over the full or top-k vocabulary."""
+
+    def __init__(self, teacher: CausalLM, student: CausalLM, temperature: float = 1.0,
+                 top_k: int | None = None, reverse: bool = False, add_start_token: bool | None = None,
+                 stride: int | None = None, max_length: int | None = None, batch_size: int = 8) -> None:
+        require_shared_vocabulary(teacher, student)
+        self.teacher, self.student = teacher, student
+        self.temperature = validate_temperature(temperature)
+        self.top_k = validate_top_k(top_k, teacher.vocab_size)
+        self.reverse = bool(reverse)
+        self.start_id = resolve_start_token(teacher.tokenizer, add_start_token)
+        context = _min_context(teacher.context_length, student.context_length)
+        self.max_length = resolve_max_length(context, max_length)
+        self.stride = resolve_stride(stride, self.max_length)
+        self.batch_size = validate_batch_size(batch_size)
+        self.max_tokens = tokens_per_batch(teacher.vocab_size, LOGIT_BUDGET // 16)  # 2 models, float64 copies
+
+    @property
+    def signature(self) -> Signature:
+        direction = "student||teacher" if self.reverse else "teacher||student"
+        return Signature({"teacher": self.teacher.signature, "student": self.student.signature, "kl": direction,
+                          "T": f"{self.temperature:g}", "top_k": self.top_k or "all",
+                          "bos": "yes" if self.start_id is not None else "no", "window": self.max_length,
+                          "stride": self.stride}, formats={"teacher": "teacher:[{}]", "student": "student:[{}]"})
+
+    def position_kl(self, batch: PaddedBatch) -> torch.Tensor:
+        """KL at every labelled position of a padded batch, flattened in row-major order."""
+        mask = batch.labels != IGNORE
+        t_logits = forward_logits(self.teacher.model, _on(batch, self.teacher.device))
+        s_logits = forward_logits(self.student.model, _on(batch, self.student.device))
+        t_sel = t_logits[mask.to(t_logits.device)]
+        s_sel = s_logits[mask.to(s_logits.device)].to(t_sel.device)
+        return token_kl(t_sel, s_sel, self.temperature, self.top_k, self.reverse)
+
+    def score(self, texts: Sequence[str], progress: bool | None = None) -> list[TextKL]:
+        """One TextKL per text, in order."""
+        enc = encode_texts(self.teacher.tokenizer, texts, self.start_id, self.max_length, self.stride)
+        kl = [0.0] * len(texts)
+        count = [0] * len(texts)
+        windows = [0] * len(texts)
+        with torch.inference_mode():
+            for rows in row_batches(enc.rows, self.batch_size, self.max_tokens, "distillation KL", progress):
+                batch = pad_rows(rows)
+                per_pos = self.position_kl(batch).double().cpu()
+                row_of = (batch.labels != IGNORE).nonzero()[:, 0]
+                per_row = torch.zeros(len(rows), dtype=torch.float64).index_add_(0, row_of, per_pos)
+                add_per_item(kl, rows, per_row.tolist())
+                add_per_item(count, rows, [r.n_targets for r in rows])
+                add_per_item(windows, rows, [1] * len(rows))
+        return [TextKL(kl[i], count[i], enc.text_tokens[i], windows[i]) for i in range(len(texts))]
+
+
+def _on(batch: PaddedBatch, device: torch.device) -> PaddedBatch:
+    return PaddedBatch(batch.input_ids.to(device), batch.attention_mask.to(device), batch.labels.to(device))

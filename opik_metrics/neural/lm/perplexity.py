@@ -1,0 +1,86 @@
+"""Per-text perplexity of a causal LM, PP(x) = exp(-1/n sum_t log P(x_t | x_<t)), as ``evaluate``
+computes it (start token prepended), with a sliding window for texts longer than the context.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from opik_metrics.core.signature import Signature
+from opik_metrics.neural.models.causal_lm import CausalLM
+from opik_metrics.neural.lm.formulas import perplexity_from_statistics, safe_exp
+from opik_metrics.neural.lm.batches import IGNORE, forward_logits, pad_rows
+from opik_metrics.neural.lm.rows import encode_texts, resolve_start_token
+from opik_metrics.neural.lm.scoring import (add_per_item, resolve_max_length, resolve_stride, row_batches, tokens_per_batch,
+                         validate_batch_size)
+
+
+@dataclass(frozen=True)
+class TextPerplexity:
+    """Summed negative log-likelihood (nats) over the ``n_tokens`` scored tokens of one text."""
+
+    nll_sum: float
+    n_tokens: int
+    text_tokens: int
+    n_windows: int
+
+    @property
+    def mean_nll(self) -> float:
+        """Mean NLL per scored token; 0 for a text with nothing to score (an empty sum)."""
+        return self.nll_sum / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def perplexity(self) -> float:
+        """exp(mean NLL); 1.0 when nothing is scored (no surprise in an empty sequence)."""
+        return safe_exp(self.mean_nll)
+
+
+def corpus_perplexity(items: Sequence[TextPerplexity]) -> float:
+    """Token-weighted perplexity of a corpus: exp(total NLL / total tokens)."""
+    return perplexity_from_statistics((sum(i.nll_sum for i in items), sum(i.n_tokens for i in items)))
+
+
+def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """NLL of each labelled position, 0 where ``labels == -100``; shape ``labels.shape``."""
+    flat = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
+                           ignore_index=IGNORE, reduction="none")
+    return flat.view(labels.shape)
+
+
+class PerplexityScorer:
+    """Scores texts with one causal LM; batching never changes a text's value."""
+
+    def __init__(self, lm: CausalLM, add_start_token: bool | None = None, stride: int | None = None,
+                 max_length: int | None = None, batch_size: int = 16) -> None:
+        self.lm = lm
+        self.start_id = resolve_start_token(lm.tokenizer, add_start_token)
+        self.max_length = resolve_max_length(lm.context_length, max_length)
+        self.stride = resolve_stride(stride, self.max_length)
+        self.batch_size = validate_batch_size(batch_size)
+        self.max_tokens = tokens_per_batch(lm.vocab_size)
+
+    @property
+    def signature(self) -> Signature:
+        bos = "yes" if self.start_id is not None else "no"
+        return self.lm.signature.extended(bos=bos, window=self.max_length, stride=self.stride)
+
+    def score(self, texts: Sequence[str], progress: bool | None = None) -> list[TextPerplexity]:
+        """One TextPerplexity per text, in order."""
+        enc = encode_texts(self.lm.tokenizer, texts, self.start_id, self.max_length, self.stride)
+        nll = [0.0] * len(texts)
+        count = [0] * len(texts)
+        windows = [0] * len(texts)
+        device = self.lm.device
+        with torch.inference_mode():
+            for rows in row_batches(enc.rows, self.batch_size, self.max_tokens, "perplexity", progress):
+                batch = pad_rows(rows, device)
+                logits = forward_logits(self.lm.model, batch)
+                per_row = token_nll(logits, batch.labels).double().sum(dim=1).tolist()
+                add_per_item(nll, rows, per_row)
+                add_per_item(count, rows, [r.n_targets for r in rows])
+                add_per_item(windows, rows, [1] * len(rows))
+        return [TextPerplexity(nll[i], count[i], enc.text_tokens[i], windows[i]) for i in range(len(texts))]

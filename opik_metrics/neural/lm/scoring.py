@@ -1,0 +1,64 @@
+"""Shared set-up for scoring texts with causal LMs: context window, stride, batch budget, progress."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+from tqdm.auto import tqdm
+
+from opik_metrics.neural.lm.batches import length_batches
+from opik_metrics.neural.lm.rows import Row
+from opik_metrics.neural.lm.windows import validate_stride
+
+# Logit elements per forward pass (float32: 1 GiB); bounds tokens per batch for large vocabularies.
+LOGIT_BUDGET = 2 ** 28
+
+
+def resolve_max_length(context: int | None, max_length: int | None) -> int | None:
+    """The window length: the model's context, or a smaller ``max_length`` the caller asks for."""
+    if max_length is None:
+        return context
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+    if context is not None and max_length > context:
+        raise ValueError(f"max_length={max_length} exceeds the model's context length ({context})")
+    return max_length
+
+
+def resolve_stride(stride: int | None, max_length: int | None) -> int | None:
+    """Validated stride (``max_length // 2`` by default); None when the model has no context limit."""
+    if max_length is None:
+        if stride is not None:
+            raise ValueError("stride needs a context length: the model reports none, pass max_length")
+        return None
+    return validate_stride(stride, max_length)
+
+
+def validate_batch_size(batch_size: int) -> int:
+    """A positive integer number of rows per forward pass."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+def tokens_per_batch(vocab_size: int, budget: int = LOGIT_BUDGET) -> int:
+    """Most padded tokens per forward pass so the logits stay within ``budget`` elements."""
+    return max(1, budget // max(1, vocab_size))
+
+
+def row_batches(rows: Sequence[Row], batch_size: int, max_tokens: int, desc: str,
+                progress: bool | None) -> Iterator[list[Row]]:
+    """Rows grouped longest first, with a tqdm bar (in tokens) when there is more than one batch."""
+    groups = length_batches([len(r.ids) for r in rows], batch_size, max_tokens)
+    show = len(groups) > 1 if progress is None else progress
+    total = sum(len(r.ids) for r in rows)
+    with tqdm(total=total, desc=desc, unit="tok", disable=not show, leave=False) as bar:
+        for group in groups:
+            batch = [rows[i] for i in group]
+            yield batch
+            bar.update(sum(len(r.ids) for r in batch))
+
+
+def add_per_item(totals: list[float], rows: Iterable[Row], values: Iterable[float]) -> None:
+    """Accumulate per-row values into per-text totals."""
+    for row, value in zip(rows, values):
+        totals[row.item] += value

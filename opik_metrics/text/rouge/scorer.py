@@ -1,0 +1,140 @@
+"""Pure-Python ROUGE: rouge-score 0.1.2's numbers (ROUGE-N, L, Lsum) several times faster, plus
+ROUGE-1.5.5's W, S and SU, its alpha/beta F-measure, stopword removal and model averaging.
+
+Usage::
+
+    scorer = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True)
+    scorer.score("the prediction", ["a reference", "another reference"])["rougeL"].fmeasure
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, pool, resolve_alpha
+from opik_metrics.text.rouge.measures import build_measure
+from opik_metrics.text.rouge.prepared import PreparedText
+from opik_metrics.text.rouge.types import RougeType, parse_rouge_type
+from opik_metrics.text.tokenizers.words import make_tokenizer
+from opik_metrics.core.signature import Signature
+from opik_metrics.core.versions import ours as _package_version
+
+__all__ = ["RougeScorer", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
+
+MULTI_REFERENCE_MODES = ("best", "average")
+
+
+def _require_str(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _reference_list(references) -> list:
+    """One reference string or a non-empty sequence of them, as a list; TypeError / ValueError otherwise."""
+    if isinstance(references, str):
+        return [references]
+    if isinstance(references, (bytes, bytearray)) or not isinstance(references, Sequence):
+        raise TypeError(
+            f"references must be a str or a sequence of str, got {type(references).__name__}"
+        )
+    if len(references) == 0:
+        raise ValueError("references is empty: give at least one reference text")
+    for index, reference in enumerate(references):
+        _require_str(reference, f"references[{index}]")
+    return list(references)
+
+
+class RougeScorer:
+    """Scores predictions against references for a fixed set of ROUGE types and options."""
+
+    def __init__(self, rouge_types=("rouge1", "rouge2", "rougeL"), *, use_stemmer=False,
+                 remove_stopwords=False, tokenizer="default", alpha=None, beta=None,
+                 wlcs_weight=1.2, multi_reference="best"):
+        if isinstance(rouge_types, str):
+            rouge_types = (rouge_types,)
+        parsed = [parse_rouge_type(name) for name in rouge_types]
+        if not parsed:
+            raise ValueError("rouge_types is empty: give at least one ROUGE type")
+        unique = list({rouge_type.name: rouge_type for rouge_type in parsed}.values())
+        if isinstance(wlcs_weight, bool) or not isinstance(wlcs_weight, (int, float)) \
+                or not wlcs_weight > 1 or wlcs_weight == float("inf"):
+            raise ValueError(f"wlcs_weight must be a finite number > 1, got {wlcs_weight!r}")
+        if multi_reference not in MULTI_REFERENCE_MODES:
+            raise ValueError(
+                f"multi_reference must be one of {', '.join(map(repr, MULTI_REFERENCE_MODES))}, "
+                f"got {multi_reference!r}"
+            )
+        self._alpha = resolve_alpha(alpha, beta)
+        self._alpha_text = self._describe_f(alpha, beta)
+        self._tokenizer = make_tokenizer(tokenizer, use_stemmer=bool(use_stemmer),
+                                         remove_stopwords=bool(remove_stopwords))
+        self.rouge_types: tuple = tuple(rouge_type.name for rouge_type in unique)
+        self.use_stemmer = bool(use_stemmer)
+        self.remove_stopwords = bool(remove_stopwords)
+        self.wlcs_weight = float(wlcs_weight)
+        self.multi_reference = multi_reference
+        self._fmeasure = FMeasure(self._alpha)
+        self._measures = [(rouge_type.name, *build_measure(rouge_type, self.wlcs_weight))
+                          for rouge_type in unique]
+
+    def _describe_f(self, alpha, beta) -> str:
+        if self._alpha is None:
+            return "1"
+        return f"alpha={alpha:g}" if alpha is not None else f"beta={beta:g}"
+
+    def tokenize(self, text: str) -> list:
+        """The tokens scoring uses for ``text`` (empty list: the text scores 0 against anything)."""
+        return self._tokenizer(_require_str(text, "text"))
+
+    def score(self, prediction: str, references) -> dict:
+        """Scores of ``prediction`` against one reference or several (combined per ``multi_reference``)."""
+        prepared = PreparedText(_require_str(prediction, "prediction"), self._tokenizer)
+        return self._score_prepared(prepared, _reference_list(references))
+
+    def score_batch(self, predictions: Sequence[str], references: Sequence) -> list:
+        """``score`` for each (prediction, references) pair; the two sequences must have equal length."""
+        if isinstance(predictions, str) or isinstance(references, str):
+            raise TypeError("score_batch takes sequences: a list of predictions and one of references")
+        if len(predictions) != len(references):
+            raise ValueError(
+                f"{len(predictions)} predictions but {len(references)} references: lengths must match"
+            )
+        return [self.score(prediction, refs) for prediction, refs in zip(predictions, references)]
+
+    def _score_prepared(self, prediction: PreparedText, references: list) -> dict:
+        tokenize = self._tokenizer
+        fmeasure = self._fmeasure
+        if len(references) == 1:
+            reference = PreparedText(references[0], tokenize)
+            return {name: counts_to_score(measure(prediction, reference), fmeasure, root)
+                    for name, measure, root in self._measures}
+        prepared = [PreparedText(reference, tokenize) for reference in references]
+        result = {}
+        for name, measure, root in self._measures:
+            all_counts = [measure(prediction, reference) for reference in prepared]
+            if self.multi_reference == "average":
+                result[name] = counts_to_score(pool(all_counts), fmeasure, root)
+            else:
+                result[name] = _best(counts_to_score(c, fmeasure, root) for c in all_counts)
+        return result
+
+    def signature(self) -> Signature:
+        """Everything that determines the numbers, e.g. for experiment metadata and reproducibility."""
+        return Signature({
+            "metric": "rouge", "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
+            "stem": "yes" if self.use_stemmer else "no", "stop": "yes" if self.remove_stopwords else "no",
+            "f": self._alpha_text, "multi": self.multi_reference, "w": f"{self.wlcs_weight:g}",
+            "version": _package_version(),
+        }, formats={"metric": "{}"})
+
+    def __repr__(self) -> str:
+        return f"RougeScorer({self.signature()!r})"
+
+
+def _best(scores) -> Score:
+    """Highest F-measure, the first one on ties (rouge-score's ``score_multi`` / numpy argmax)."""
+    best = None
+    for score in scores:
+        if best is None or score.fmeasure > best.fmeasure:
+            best = score
+    return best
