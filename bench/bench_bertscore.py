@@ -33,7 +33,7 @@ from typing import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bench.corpus import realistic_pairs  # noqa: E402
+from tests.corpus import realistic_pairs  # noqa: E402
 
 TARGET_BATCH = 1.5
 TARGET_EVALUATE = 3.0

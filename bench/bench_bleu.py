@@ -12,7 +12,7 @@ from typing import Callable
 
 from sacrebleu.metrics import BLEU
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.text.bleu.scorer import BLEUScorer
 from opik_metrics.text.tokenizers.tokenizer_13a import tokenize_13a
 

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.neural.models.causal_lm import load_causal_lm
 from opik_metrics.neural.lm.batches import forward_logits, pad_rows
 from opik_metrics.neural.lm.rows import encode_texts

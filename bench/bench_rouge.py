@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 TARGET_RATIO = 5.0

@@ -19,7 +19,7 @@ from sacrebleu.significance import (
     estimate_ci,
 )
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.compare import bootstrap
 from opik_metrics.compare.bootstrap import (
     DEFAULT_CONFIDENCE,

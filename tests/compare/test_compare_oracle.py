@@ -9,7 +9,7 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.significance import PairedTest
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore

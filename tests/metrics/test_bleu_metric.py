@@ -2,7 +2,7 @@
 import pytest
 import sacrebleu
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics import BLEU
 from opik_metrics.core.inputs import MetricInputError
 

@@ -2,7 +2,7 @@
 import pytest
 from rouge_score import rouge_scorer
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics import ROUGE
 from opik_metrics.core.inputs import MetricInputError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 
 SPECIALS = ["<bos>", "<eos>", "<pad>"]
 

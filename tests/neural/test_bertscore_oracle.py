@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.neural.bertscore.engine import BertScoreEngine
 
 bert_score = pytest.importorskip("bert_score")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 
 MAX_LEN = 64  # tokenizer limit: long texts get truncated, exercising that path
 

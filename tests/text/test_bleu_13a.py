@@ -6,7 +6,7 @@ import random
 import pytest
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.text.tokenizers.tokenizer_13a import tokenize_13a
 
 ORACLE = Tokenizer13a()

@@ -176,7 +176,7 @@ def test_corpus_bleu_is_not_the_mean_of_sentence_bleus():
 
 
 def test_corpus_on_realistic_pairs_equals_compute_of_summed_stats():
-    from bench.corpus import realistic_pairs
+    from tests.corpus import realistic_pairs
 
     preds, golds = realistic_pairs(20, seed=4)
     scorer = BLEUScorer()

@@ -9,7 +9,7 @@ import zlib
 import pytest
 from sacrebleu.metrics import BLEU
 
-from bench.corpus import realistic_pairs
+from tests.corpus import realistic_pairs
 from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer
 
 TOKENIZERS = ["13a", "intl", "char", "zh", "none"]

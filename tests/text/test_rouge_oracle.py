@@ -12,10 +12,10 @@ from opik_metrics.text.rouge.scorer import RougeScorer, Score
 from opik_metrics.text.tokenizers.words import DefaultTokenizer
 
 try:
-    from bench.corpus import realistic_pairs
+    from tests.corpus import realistic_pairs
 except ModuleNotFoundError:  # plain `pytest` from elsewhere: put the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from bench.corpus import realistic_pairs
+    from tests.corpus import realistic_pairs
 
 ORACLE_TYPES = ["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"]
 
