@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from opik_metrics.cli.experiments import _guarded, _store_argument
+from opik_metrics.cli.options import add_store_argument
 from opik_metrics.compare.summary import format_comparison
 
 
@@ -18,7 +18,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="experiments to compare (two or more); the first is the baseline")
     source = parser.add_mutually_exclusive_group()
-    _store_argument(source)
+    add_store_argument(source)
     source.add_argument("--opik", action="store_true",
                         help="read the experiments from the configured Opik server (default: the server "
                              "when one is configured, else the local store)")
@@ -55,7 +55,6 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
         return load_experiments(args.names, store=store), f"local store {store.path}"
 
 
-@_guarded
 def cmd_compare(args: argparse.Namespace) -> int:
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
     from opik_metrics.compare.report import write_report

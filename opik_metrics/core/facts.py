@@ -148,3 +148,16 @@ def facts_of(metric: Any) -> MetricFacts:
     return MetricFacts(metric=name, kind=kind, scores=(ScoreFacts(name, higher),), higher_is_better=higher)
 
 
+
+
+def recorded_parts(recorded: Any) -> set[str]:
+    """Names of the part scores (precision, recall) among metric facts recorded in an experiment
+    config (``config["metrics"]``), so that tables can show main scores only."""
+    parts: set[str] = set()
+    for entry in (recorded or {}).values() if isinstance(recorded, Mapping) else ():
+        if isinstance(entry, Mapping) and "metric" in entry:
+            try:
+                parts.update(s.name for s in MetricFacts.from_dict(entry).scores if s.part)
+            except (KeyError, TypeError, ValueError):
+                continue
+    return parts

@@ -64,5 +64,6 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
             corpus_result = metric.from_statistics(total)
             corpus[corpus_result.name] = corpus_result.value
             signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
+    parts = sorted({s.name for metric in metrics for s in facts_of(metric).scores if s.part})
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
-            "reasons": reasons, "signatures": signatures}
+            "reasons": reasons, "signatures": signatures, "parts": parts}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from opik_metrics.core import recorded_parts
 from opik_metrics.experiments.experiment_config import experiment_config
 from opik_metrics.experiments.local_runner import run_local
 from opik_metrics.experiments.opik_runner import run_on_opik
@@ -66,16 +67,21 @@ def run_experiment(
     chosen = choose_backend(backend)
     scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
     full_config = experiment_config(dict(config or {}), metrics)
+    parts = sorted(recorded_parts(full_config["metrics"]))
     if chosen.kind == "opik":
-        return run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
+        summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                            scorers=scorers, url=chosen.url, project_name=project_name,
                            chunk_size=chunk_size, progress=progress)
+        summary.parts = parts
+        return summary
     owned = not isinstance(store, ExperimentStore)
     db = ExperimentStore(store) if owned else store
     try:
-        return run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
-                         scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,
-                         retry_failed=retry_failed, overwrite=overwrite)
+        summary = run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
+                            scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,
+                            retry_failed=retry_failed, overwrite=overwrite)
+        summary.parts = parts
+        return summary
     finally:
         if owned:
             db.close()

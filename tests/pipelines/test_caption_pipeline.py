@@ -1,13 +1,12 @@
 """The captioning pipeline end to end on the local store: a tiny BLIP, images from a local server
 (dead links, slow, not an image, truncated), malformed rows; an interrupted run resumes; the CLI."""
-import argparse
 import json
 import sys
 
 import pytest
 
 from opik_metrics import BLEU
-from opik_metrics.cli.experiments import register
+from opik_metrics.cli.main import main as cli_main
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 from opik_metrics.pipelines.captioning.images import ImageFetcher
@@ -99,10 +98,7 @@ def test_interrupted_run_resumes_without_redoing_work(tmp_path, caption_tsv, tin
 
 
 def _cli(argv):
-    parser = argparse.ArgumentParser(prog="opik-metrics")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return cli_main(argv)
 
 
 def test_cli_caption_list_show_without_touching_the_network(tmp_path, caption_tsv, tiny_blip, one_thread,  # noqa: F811

@@ -1,0 +1,37 @@
+"""``opik-metrics explain``: BERTScore of one pair with its token similarity heatmap as a PNG."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from opik_metrics.core.table import format_table
+
+
+def add_bertscore_options(group: Any) -> None:
+    group.add_argument("--bertscore-model", help="hub id, local path or packaged:minilm "
+                       "(default: bert_score's model for --lang, roberta-large for English)")
+    group.add_argument("--num-layers", type=int, help="layer whose embeddings are used (default: bert_score's table)")
+    group.add_argument("--lang", default="en")
+    group.add_argument("--device", help="cpu, cuda, ... (default: GPU when present)")
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from opik_metrics.metrics.bertscore import BERTScore
+
+    metric = BERTScore(model=args.bertscore_model, num_layers=args.num_layers, lang=args.lang,
+                       device=args.device, track=False)
+    results = {r.name: r.value for r in metric.score(args.output, args.reference)}
+    path = metric.save_heatmap(args.output, args.reference, args.png)
+    print(format_table(["score", "value"], list(results.items())))
+    print(f"\nheatmap: {path}\n{metric.signature}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``explain`` to the main parser's sub-commands."""
+    explain = sub.add_parser("explain", help="BERTScore of one pair, with its token similarity heatmap as a PNG")
+    explain.add_argument("--output", "-o", required=True, help="the candidate text")
+    explain.add_argument("--reference", "-r", required=True, help="the reference text")
+    explain.add_argument("--png", required=True, help="where to write the heatmap")
+    add_bertscore_options(explain)
+    explain.set_defaults(func=cmd_explain)

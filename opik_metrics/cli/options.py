@@ -1,0 +1,47 @@
+"""The one place where command-line options become metric arguments."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Sequence
+
+from opik_metrics.cli.errors import CLIError
+from opik_metrics.metrics.catalog import metric_spec
+
+
+def metric_kwargs(name: str, args: argparse.Namespace,
+                   references: list[list[str]] | None = None) -> dict[str, Any]:
+    """Constructor arguments of catalog metric ``name`` from the command's options."""
+    if name == "rouge":
+        kw: dict[str, Any] = {"use_stemmer": args.use_stemmer, "tokenizer": args.rouge_tokenizer,
+                              "remove_stopwords": args.remove_stopwords}
+        if args.rouge_type:
+            kw["rouge_types"] = tuple(args.rouge_type)
+        return kw
+    if name == "bleu":
+        return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
+                "smooth_method": args.smooth_method}
+    if name == "bertscore":
+        return {"model": args.bertscore_model, "num_layers": args.num_layers, "lang": args.lang,
+                "idf": args.idf, "idf_references": references if args.idf else None,
+                "rescale_with_baseline": args.rescale_with_baseline or args.baseline_path is not None,
+                "baseline_path": args.baseline_path, "batch_size": args.batch_size, "device": args.device}
+    if name == "perplexity":
+        return {"model": args.perplexity_model, "stride": args.stride}
+    if name == "distillation_kl":
+        if not (args.teacher and args.student):
+            raise CLIError("--metric distillation_kl needs --teacher and --student")
+        return {"teacher": args.teacher, "student": args.student, "temperature": args.temperature,
+                "top_k": args.top_k}
+    return {}
+
+
+def build_metrics(names: Sequence[str], args: argparse.Namespace,
+                  references: list[list[str]] | None = None, **common: Any) -> list[Any]:
+    """The named catalog metrics, built from the options (``common`` goes to each, e.g. track=False)."""
+    return [metric_spec(n).build(**common, **metric_kwargs(metric_spec(n).name, args, references)) for n in names]
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="PATH",
+                        help="local experiment store (SQLite); default $OPIK_METRICS_STORE or "
+                             "~/.local/share/opik-metrics/experiments.sqlite")

@@ -1,0 +1,112 @@
+"""``opik-metrics score``: score a predictions file against reference files, one entry a line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from opik_metrics.cli.errors import CLIError
+from opik_metrics.cli.explain import add_bertscore_options
+from opik_metrics.cli.options import build_metrics
+from opik_metrics.core.table import format_table
+from opik_metrics.metrics.catalog import METRICS, metric_spec
+
+
+def read_lines(path: str, what: str) -> list[str]:
+    """One entry a line (trailing newline removed; the file must be UTF-8)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CLIError(f"{what} file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{what} file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.splitlines()
+
+
+def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[str]]:
+    streams = [read_lines(p, "references") for p in paths]
+    for path, stream in zip(paths, streams):
+        if len(stream) != n:
+            raise CLIError(f"{pred_path} has {n} lines but {path} has {len(stream)}; "
+                           "files must have one entry a line, in the same order")
+    return [list(refs) for refs in zip(*streams)]
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from opik_metrics.experiments.batch import score_texts
+
+    outputs = read_lines(args.predictions, "predictions")
+    names = args.metric or ["rouge", "bleu"]
+    needing = [metric_spec(n).name for n in names if metric_spec(n).needs_reference]
+    if needing and not args.references:
+        raise CLIError(f"{', '.join(needing)} need --references")
+    references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
+    metrics = build_metrics(names, args, references, track=False)
+    result = score_texts(metrics, outputs, references, progress=not args.no_progress)
+    if args.format == "json":
+        notes = [{"item": k, "score": s, "reason": r}
+                 for k, item in enumerate(result["reasons"]) for s, r in item.items()]
+        json.dump({"items": result["items"], "aggregate": result["aggregate"],
+                   "signatures": result["signatures"], "reasons": notes}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references or ['(no references)'])}\n")
+    corpus_names = set(result["aggregate"]) - {n for item in result["items"] for n in item}
+    rows = [[name, value, "corpus statistics" if name in corpus_names else "mean over items"]
+            for name, value in result["aggregate"].items()]
+    print(format_table(["score", "value", "aggregate"], rows))
+    if args.items:
+        shown = [n for n in result["aggregate"] if n not in corpus_names and n not in result["parts"]]
+        rows = [[k, *(item.get(n, float("nan")) for n in shown)] for k, item in enumerate(result["items"])]
+        print()
+        print(format_table(["item", *shown], rows))
+    print()
+    for metric, sig in result["signatures"].items():
+        print(f"{metric}: {sig}")
+    flagged = sorted({(k, r) for k, item in enumerate(result["reasons"]) for r in item.values()})
+    for k, reason in flagged:
+        print(f"note: item {k}: {reason}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``score`` to the main parser's sub-commands."""
+    score = sub.add_parser("score", help="score a predictions file against reference files, one entry a line")
+    score.add_argument("--predictions", "-p", required=True, help="file of predictions, one a line")
+    score.add_argument("--references", "-r", action="append",
+                       help="file of references, one a line; repeat for several references per item "
+                       "(needed by reference-based metrics)")
+    score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
+                       help="metric to compute (repeatable; default: rouge and bleu)")
+    score.add_argument("--format", choices=["table", "json"], default="table")
+    score.add_argument("--items", action="store_true", help="also print a per-item table")
+    score.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g = score.add_argument_group("ROUGE options")
+    g.add_argument("--rouge-type", action="append", help="rouge1..rouge9, rougeL, rougeLsum, rougeW, "
+                   "rougeS4, rougeSU4, rougeS, rougeSU (repeatable; default rouge1 rouge2 rougeL)")
+    g.add_argument("--use-stemmer", action="store_true", help="Porter stemming, as rouge-score")
+    g.add_argument("--remove-stopwords", action="store_true")
+    g.add_argument("--rouge-tokenizer", choices=["default", "unicode"], default="default")
+    g = score.add_argument_group("BLEU options")
+    g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
+    g.add_argument("--lowercase", action="store_true")
+    g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    g = score.add_argument_group("BERTScore options")
+    add_bertscore_options(g)
+    g.add_argument("--idf", action="store_true", help="idf weights from every reference in the files")
+    g.add_argument("--rescale-with-baseline", action="store_true",
+                   help="rescale with bert_score's baseline for --lang and the model")
+    g.add_argument("--baseline-path", help="your own baseline file (LAYER,P,R,F lines); implies rescaling")
+    g.add_argument("--batch-size", type=int, default=64)
+    g = score.add_argument_group("perplexity options")
+    g.add_argument("--perplexity-model", default="packaged:smollm2",
+                   help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)")
+    g.add_argument("--stride", type=int, help="sliding-window stride for texts longer than the context")
+    g = score.add_argument_group("distillation KL options")
+    g.add_argument("--teacher", help="teacher causal LM (hub id, path or packaged:smollm2)")
+    g.add_argument("--student", help="student causal LM sharing the teacher's vocabulary")
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, help="truncate to the teacher's top k tokens, renormalised")
+    score.set_defaults(func=cmd_score)
