@@ -1,0 +1,61 @@
+"""Benchmark: what the Opik adapter costs. ``ROUGE(...).score_batch`` (the path a user calls: input
+checks, nine ScoreResults a pair with metadata) against the engine's own ``RougeScorer.score_batch``
+on the same short pairs, stemmer off and on; the target is at most 1.2x the engine's time.
+
+Run: ``python -m bench.bench_adapter``. The values must be identical.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")   # importing opik needs no network
+
+from tests.corpus import realistic_pairs  # noqa: E402
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+TARGET = 1.2
+
+
+def _best_of(function, repeats: int = 3) -> tuple:
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+    return result, best
+
+
+def main(n: int = 10_000) -> list:
+    import opik  # noqa: F401  (the metric runs in a process where opik is imported, as in opik.evaluate)
+
+    from opik_metrics import ROUGE
+    from opik_metrics.text.rouge import RougeScorer
+
+    predictions, references = realistic_pairs(n, seed=5)
+    predictions = [" ".join(p.split()[:12]) for p in predictions]    # short pairs: the adapter's share is largest
+    references = [" ".join(r.split()[:12]) for r in references]
+    gc.collect()
+    rows = []
+    for use_stemmer in (False, True):
+        engine = RougeScorer(ROUGE_TYPES, use_stemmer=use_stemmer)
+        metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
+        raw, engine_seconds = _best_of(lambda: engine.score_batch(predictions, [[r] for r in references]))
+        scored, metric_seconds = _best_of(lambda: metric.score_batch(predictions, references))
+        identical = all([r.value for r in results] == [getattr(s[t], a) for t in ROUGE_TYPES
+                                                       for a in ("precision", "recall", "fmeasure")]
+                        for results, s in zip(scored, raw))
+        rows.append({"benchmark": f"ROUGE-1+2+L metric.score_batch vs engine, short pairs, stemmer "
+                                  f"{'on' if use_stemmer else 'off'}",
+                     "ours_per_s": n / metric_seconds, "reference_per_s": n / engine_seconds,
+                     "ratio": metric_seconds / engine_seconds, "target": TARGET, "identical": identical,
+                     "lower_is_better": True})
+    for row in rows:
+        print(f"{row['benchmark']}: metric {row['ours_per_s']:,.0f} pairs/s, engine {row['reference_per_s']:,.0f} "
+              f"pairs/s, metric time / engine time {row['ratio']:.2f} (target <= {TARGET}), identical: {row['identical']}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
