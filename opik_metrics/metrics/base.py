@@ -6,7 +6,9 @@ from summable per-item statistics; ``experiment_score`` is the same for ``opik.e
 from __future__ import annotations
 
 import abc
-from typing import Any, Sequence
+import contextlib
+import gc
+from typing import Any, Iterator, Sequence
 
 from opik.evaluation.metrics import base_metric, score_result
 
@@ -15,6 +17,20 @@ from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, Score
 from opik_metrics.metrics.opik_results import scoring_inputs
 
 ScoreResult = score_result.ScoreResult
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch builds its results: they hold no
+    cycles, and each collection rescans the ~470k objects ``import opik`` leaves (measured: 60% of
+    ROUGE's metric path on short pairs). Restored as it was, also on error."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class PackMetric(base_metric.BaseMetric, abc.ABC):
@@ -166,7 +182,8 @@ class ReferenceMetric(PackMetric):
             raise MetricInputError(f"{self.name} needs references: pass references=[...]")
         if not outs:
             return []
-        return self._score_items(outs, refs)
+        with collector_paused():
+            return self._score_items(outs, refs)
 
     @abc.abstractmethod
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:

@@ -84,10 +84,11 @@ class ROUGE(ReferenceMetric):
         reason = None
         if any(s.fmeasure == 0.0 for s in scores.values()):
             reason = self._empty_reason(output, references)
-        metadata = {"signature": self.signature, "n_references": len(references)}
-        return [
-            ScoreResult(name=name, value=getattr(scores[rtype], attr), reason=reason,
-                        metadata={**metadata, "rouge_type": rtype})
-            for rtype, names in self._names
-            for name, attr in names
-        ]
+        n_references = len(references)
+        results = []
+        for rtype, names in self._names:
+            score = scores[rtype]
+            metadata = {"signature": self.signature, "n_references": n_references, "rouge_type": rtype}  # one per type
+            results += [ScoreResult(name=name, value=getattr(score, attr), reason=reason, metadata=metadata)
+                        for name, attr in names]
+        return results
