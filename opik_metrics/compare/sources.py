@@ -95,7 +95,7 @@ def _opik_item(key: str, position: int, item_input: dict, content: Any) -> ItemR
 def _add_span_metadata(client: Any, records: ExperimentRecords, contents: Sequence[Any],
                        project_name: str | None) -> None:
     """Score metadata (statistics included) from the metric spans of each item's trace."""
-    metrics = {name for name, facts in records.facts.items() if facts.corpus is not None and not facts.corpus.is_mean}
+    metrics = {name for name, facts in records.facts.items() if facts.own_corpus is not None}
     if not metrics:
         return
     for item, content in zip(records.items, contents):

@@ -97,6 +97,17 @@ class MetricFacts:
     def main(self) -> ScoreFacts:
         return next((s for s in self.scores if not s.part), self.scores[0])
 
+    @property
+    def part_names(self) -> set[str]:
+        """The scores that are parts (precision, recall) of a main score, hidden from summaries."""
+        return {s.name for s in self.scores if s.part}
+
+    @property
+    def own_corpus(self) -> CorpusFacts | None:
+        """The corpus score when it is a score of its own (corpus BLEU, perplexity), made from summed
+        statistics; None when there is none or it is only the mean of the item scores."""
+        return self.corpus if self.corpus is not None and not self.corpus.is_mean else None
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form, recorded with an experiment so that it compares right without the metric."""
         return {"metric": self.metric, "kind": self.kind, "higher_is_better": self.higher_is_better,
@@ -157,7 +168,7 @@ def recorded_parts(recorded: Any) -> set[str]:
     for entry in (recorded or {}).values() if isinstance(recorded, Mapping) else ():
         if isinstance(entry, Mapping) and "metric" in entry:
             try:
-                parts.update(s.name for s in MetricFacts.from_dict(entry).scores if s.part)
+                parts.update(MetricFacts.from_dict(entry).part_names)
             except (KeyError, TypeError, ValueError):
                 continue
     return parts

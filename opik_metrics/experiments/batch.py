@@ -19,13 +19,6 @@ def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
     return {name: sums[name] / counts[name] for name in sums}
 
 
-def _summed_statistics(metric: Any) -> bool:
-    """Whether the metric has a corpus score of its own, made from summed item statistics (corpus
-    BLEU, perplexity); a corpus score that is the mean of the items is already in the aggregate."""
-    corpus = facts_of(metric).corpus
-    return corpus is not None and not corpus.is_mean
-
-
 def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
                 references: Sequence[Sequence[str]] | None, *, progress: bool = True,
                 chunk_size: int = 256) -> dict[str, Any]:
@@ -41,7 +34,7 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     signatures: dict[str, str] = {}
     corpus: dict[str, float] = {}
     for metric in metrics:
-        summed = _summed_statistics(metric)
+        summed = facts_of(metric).own_corpus is not None   # a mean corpus score is already in the aggregate
         total = 0  # the items' summed statistics, for the corpus score
         bar = tqdm(total=n, desc=f"scoring {metric.name}", unit="item", disable=not progress, leave=False)
         for start in range(0, n, chunk_size):
@@ -64,6 +57,6 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
             corpus_result = metric.from_statistics(total)
             corpus[corpus_result.name] = corpus_result.value
             signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
-    parts = sorted({s.name for metric in metrics for s in facts_of(metric).scores if s.part})
+    parts = sorted(set().union(*(facts_of(metric).part_names for metric in metrics)))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures, "parts": parts}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.core import recorded_parts
+from opik_metrics.core import facts_of
 from opik_metrics.experiments.experiment_config import experiment_config
 from opik_metrics.experiments.local_runner import run_local
 from opik_metrics.experiments.opik_runner import run_on_opik
@@ -67,7 +67,7 @@ def run_experiment(
     chosen = choose_backend(backend)
     scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
     full_config = experiment_config(dict(config or {}), metrics)
-    parts = sorted(recorded_parts(full_config["metrics"]))
+    parts = sorted(set().union(*(facts_of(m).part_names for m in metrics)))
     if chosen.kind == "opik":
         summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                            scorers=scorers, url=chosen.url, project_name=project_name,

@@ -64,8 +64,8 @@ def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
     name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores)."""
     out = []
     for m in metrics:
-        corpus = facts_of(m).corpus
-        if callable(getattr(m, "experiment_score", None)) and (corpus is None or not corpus.is_mean):
+        facts = facts_of(m)
+        if callable(getattr(m, "experiment_score", None)) and (facts.corpus is None or facts.own_corpus is not None):
             out.append(m.experiment_score)
     return out
 
