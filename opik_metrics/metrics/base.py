@@ -86,10 +86,15 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
             raise MetricInputError(f"{self.name} has no corpus score")
         return self.facts.corpus
 
+    def _owns(self, result: ScoreResult) -> bool:
+        """Whether ``result`` was made by this configuration (its signature), not another metric's."""
+        return not result.scoring_failed and (result.metadata or {}).get("signature") == self.signature
+
     def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
-        """The statistics of one item from its ScoreResults (as ``score`` returned them)."""
+        """The statistics of one item from its ScoreResults (as ``score`` returned them, or as Opik
+        logged them beside other metrics' results: only this configuration's results count)."""
         corpus = self._require_corpus()
-        by_name = {r.name: r for r in results}
+        by_name = {r.name: r for r in results if self._owns(r)}
         if corpus.is_mean:
             return Statistics(corpus.fields, (*(float(by_name[f].value) for f in corpus.fields[:-1]), 1))
         carrier = by_name.get(corpus.carrier)
@@ -138,10 +143,8 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
         stats: list[Statistics | None] = []
         missing = []
         for k, test_result in enumerate(test_results):
-            logged = [r for r in (test_result.score_results or [])
-                      if not r.scoring_failed and (r.metadata or {}).get("signature") == self.signature]
             try:
-                stats.append(self.item_statistics(logged))
+                stats.append(self.item_statistics(test_result.score_results or []))
             except (MetricInputError, KeyError):
                 stats.append(None)
                 missing.append(k)

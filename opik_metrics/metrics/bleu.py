@@ -1,7 +1,6 @@
 """BLEU as an Opik metric: sentence BLEU per item, corpus BLEU per experiment."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
@@ -44,6 +43,7 @@ class BLEU(ReferenceMetric):
         self._corpus = BLEUScorer(smooth_method=corpus_smooth_method,
                                   effective_order=corpus_effective_order, **common)
         self.signature = self._sentence.signature(sentence=True, nrefs=None)
+        self._signatures: dict[tuple, Signature] = {}
         super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -58,9 +58,13 @@ class BLEU(ReferenceMetric):
                              "weights": list(c.weights) if c.weights is not None else None},
                             bounds=(0.0, 1.0))
 
-    @lru_cache(maxsize=8)
     def _item_signature(self, nrefs: int | str, sentence: bool = True) -> Signature:
-        return (self._sentence if sentence else self._corpus).signature(sentence=sentence, nrefs=nrefs)
+        """The signature a result carries: sacrebleu's, with the item's number of references."""
+        key = (nrefs, sentence)
+        if key not in self._signatures:
+            self._signatures[key] = (self._sentence if sentence else self._corpus).signature(sentence=sentence,
+                                                                                           nrefs=nrefs)
+        return self._signatures[key]
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
@@ -71,13 +75,11 @@ class BLEU(ReferenceMetric):
                                          _empty_reason(res), n_references=len(refs))])
         return results
 
-    def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
-        """The item's BLEU statistics; only from a result this configuration made (its signature)."""
-        for r in results:
-            meta = r.metadata or {}
-            if r.name == self.name and meta.get("signature") == self._item_signature(meta.get("n_references")):
-                return Statistics(self.facts.corpus.fields, tuple(meta["statistics"]))
-        return super().item_statistics([])
+    def _owns(self, result: ScoreResult) -> bool:
+        """Made by this configuration: its signature is ours for the item's number of references."""
+        meta = result.metadata or {}
+        return (not result.scoring_failed and meta.get("n_references") is not None
+                and meta.get("signature") == self._item_signature(meta["n_references"]))
 
     def from_statistics(self, total: Statistics) -> ScoreResult:
         """Corpus BLEU from summed statistics, with sacrebleu's corpus options and signature."""
