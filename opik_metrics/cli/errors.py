@@ -25,7 +25,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
 
     return (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-            DatasetSourceError, ValueError, TypeError)
+            DatasetSourceError, ValueError)
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

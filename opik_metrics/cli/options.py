@@ -38,7 +38,8 @@ def metric_kwargs(name: str, args: argparse.Namespace,
 def build_metrics(names: Sequence[str], args: argparse.Namespace,
                   references: list[list[str]] | None = None, **common: Any) -> list[Any]:
     """The named catalog metrics, built from the options (``common`` goes to each, e.g. track=False)."""
-    return [metric_spec(n).build(**common, **metric_kwargs(metric_spec(n).name, args, references)) for n in names]
+    specs = [metric_spec(n) for n in names]
+    return [spec.build(**common, **metric_kwargs(spec.name, args, references)) for spec in specs]
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:

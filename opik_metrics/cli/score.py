@@ -39,7 +39,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     outputs = read_lines(args.predictions, "predictions")
     names = args.metric or ["rouge", "bleu"]
-    needing = [metric_spec(n).name for n in names if metric_spec(n).needs_reference]
+    needing = [spec.name for spec in map(metric_spec, names) if spec.needs_reference]
     if needing and not args.references:
         raise CLIError(f"{', '.join(needing)} need --references")
     references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
