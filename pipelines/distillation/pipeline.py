@@ -143,7 +143,7 @@ def run_model_experiment(backend: Backend, role: str, lm: CausalLM, teacher: Cau
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m opik_metrics.pipelines.distillation.pipeline", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m opik_metrics.pipelines.distillation", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--teacher", default="packaged:smollm2", help="teacher: hub id, local dir, .gguf or packaged alias")
     p.add_argument("--student-layers", type=int, default=4, help="student = the teacher's first N layers")
