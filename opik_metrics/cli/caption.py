@@ -85,7 +85,7 @@ def _quiet_model_loading() -> None:
 
 
 def cmd_caption(args: argparse.Namespace) -> int:
-    from opik_metrics.pipelines.captioning.images import ImageFetcher
+    from opik_metrics.images import ImageFetcher
     from opik_metrics.pipelines.captioning.pipeline import DEFAULT_METRICS, run_captioning
 
     if args.no_progress:

@@ -15,7 +15,7 @@ from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL
 
 from opik_metrics.pipelines.captioning.conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
-from opik_metrics.pipelines.captioning.images import ImageFetcher
+from opik_metrics.images import ImageFetcher
 from opik_metrics.pipelines.captioning.task import CaptionTask
 
 DEFAULT_METRICS = ("rouge", "bleu")

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from opik_metrics.experiments.spans import AttachmentFile, report_span, traced
 from opik_metrics.experiments.tasks import ItemFailure
 
-from opik_metrics.pipelines.captioning.images import FetchedImage, ImageFetcher, load_image
+from opik_metrics.images import FetchedImage, ImageFetcher, load_image
 
 
 class ItemFailedError(RuntimeError):

@@ -14,7 +14,7 @@ from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 from opik_metrics.pipelines.captioning.conceptual_captions import read_tsv
-from opik_metrics.pipelines.captioning.images import ImageFetcher
+from opik_metrics.images import ImageFetcher
 from opik_metrics.pipelines.captioning.task import CaptionTask
 from tests.pipelines.caption_fixtures import (FAST_GENERATION, GOOD, caption_tsv, image_server,  # noqa: F401
                                               one_thread, tiny_blip)

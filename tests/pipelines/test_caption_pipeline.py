@@ -9,7 +9,7 @@ from opik_metrics import BLEU
 from opik_metrics.cli.main import main as cli_main
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
-from opik_metrics.pipelines.captioning.images import ImageFetcher
+from opik_metrics.images import ImageFetcher
 from opik_metrics.pipelines.captioning.pipeline import run_captioning
 from tests.pipelines.caption_fixtures import (FAST_GENERATION, GOOD, caption_tsv, image_server,  # noqa: F401
                                               one_thread, tiny_blip)

@@ -86,7 +86,8 @@ def check_url(url: Any) -> str | None:
     return None
 
 
-def _normalise(image: Image.Image) -> Image.Image:
+def normalise_image(image: Image.Image) -> Image.Image:
+    """An upright RGB copy of ``image``: EXIF orientation applied, transparency flattened on white."""
     image = ImageOps.exif_transpose(image)
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
         rgba = image.convert("RGBA")
@@ -110,7 +111,7 @@ def decode_image(data: bytes, max_pixels: int) -> Image.Image:
             if image.width * image.height > max_pixels:
                 raise ValueError(f"image too large: {image.width}x{image.height} pixels (limit {max_pixels})")
             image.load()
-            return _normalise(image)
+            return normalise_image(image)
     except UnidentifiedImageError:
         raise ValueError("not an image (PIL cannot identify the content)") from None
     except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:

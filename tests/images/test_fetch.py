@@ -2,7 +2,7 @@
 HTML, fake and truncated JPEGs, flaky servers), each a recorded reason; a disk cache by URL."""
 import pytest
 
-from opik_metrics.pipelines.captioning.images import ImageFetcher, check_url, decode_image, load_image
+from opik_metrics.images import ImageFetcher, check_url, decode_image, load_image
 from tests.pipelines.caption_fixtures import SLOW_SECONDS, image_server, jpeg_bytes, png_with_alpha  # noqa: F401
 
 
