@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export OPIK_ANALYTICS_ENABLE ?= false
 export OPIK_SENTRY_ENABLE ?= false
 
-.PHONY: venv browser demo test bench clean
+.PHONY: venv browser java demo test bench clean
 
 venv: $(STAMP)
 
@@ -32,7 +32,15 @@ browser:
 	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
 	  || echo "could not install chromium: the browser test will be skipped"; }
 
-test: $(STAMP) browser
+# pycocoevalcap (the captioning metrics' oracle) tokenises with a Java jar; install Debian's JRE when missing.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing Debian's default-jre-headless for pycocoevalcap's tokeniser (the captioning oracle)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null \
+	  || echo "could not install java: the tests against pycocoevalcap's jar will be skipped"; }
+
+test: $(STAMP) browser java
 	$(BIN)/python -m pytest -q -n 2 tests
 
 bench: $(STAMP)
