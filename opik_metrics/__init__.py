@@ -1,5 +1,6 @@
-"""opik-metrics: evaluation metrics for Opik (ROUGE family, BLEU, BERTScore, perplexity,
-distillation KL) as ``BaseMetric`` subclasses, plus tracked pipelines and a scoring CLI.
+"""opik-metrics: evaluation metrics for Opik (ROUGE family, BLEU, BERTScore,
+CIDEr-D, the COCO caption suite, CLIPScore, perplexity, distillation KL) as ``BaseMetric``
+subclasses, plus tracked pipelines and a scoring CLI.
 
 Names are imported lazily so that ``import opik_metrics`` stays light (no torch until needed).
 """
@@ -16,6 +17,9 @@ _PUBLIC = {
     "ROUGE": "opik_metrics.metrics.rouge",
     "BLEU": "opik_metrics.metrics.bleu",
     "BERTScore": "opik_metrics.metrics.bertscore",
+    "CIDEr": "opik_metrics.metrics.cider",
+    "CLIPScore": "opik_metrics.metrics.clipscore",
+    "COCOCaption": "opik_metrics.metrics.coco",
     "Perplexity": "opik_metrics.metrics.perplexity",
     "DistillationKL": "opik_metrics.metrics.distillation",
     "distillation_loss": "opik_metrics.neural.lm.distillation_loss",

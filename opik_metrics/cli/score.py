@@ -78,8 +78,10 @@ def register(sub: Any) -> None:
     score.add_argument("--references", "-r", action="append",
                        help="file of references, one a line; repeat for several references per item "
                        "(needed by reference-based metrics)")
-    score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
-                       help="metric to compute (repeatable; default: rouge and bleu)")
+    score.add_argument("--metric", "-m", action="append",
+                       choices=sorted(name for name, spec in METRICS.items() if not spec.needs_image),
+                       help="metric to compute (repeatable; default: rouge and bleu; clipscore scores images: "
+                       "use `opik-metrics caption --metric clipscore`)")
     score.add_argument("--format", choices=["table", "json"], default="table")
     score.add_argument("--items", action="store_true", help="also print a per-item table")
     score.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -93,6 +95,9 @@ def register(sub: Any) -> None:
     g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
     g.add_argument("--lowercase", action="store_true")
     g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    g = score.add_argument_group("CIDEr-D and COCO caption options (document frequencies from all the references)")
+    g.add_argument("--caption-tokenize", choices=["ptb", "none"], default="ptb",
+                   help="ptb: pycocoevalcap's PTB tokenisation (default); none: text is already tokenised")
     g = score.add_argument_group("BERTScore options")
     add_bertscore_options(g)
     g.add_argument("--idf", action="store_true", help="idf weights from every reference in the files")

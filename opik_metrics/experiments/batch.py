@@ -54,9 +54,10 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
             bar.update(stop - start)
         bar.close()
         if n and summed:
-            corpus_result = metric.from_statistics(total)
-            corpus[corpus_result.name] = corpus_result.value
-            signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
+            made = metric.from_statistics(total)
+            for corpus_result in made if isinstance(made, list) else [made]:   # COCOCaption: one per key
+                corpus[corpus_result.name] = corpus_result.value
+                signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
     parts = sorted(set().union(*(facts_of(metric).part_names for metric in metrics)))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures, "parts": parts}

@@ -34,9 +34,15 @@ def _text_field(metric: Any) -> str:
     return getattr(metric, "text_field", "output")
 
 
+def _batch_fields(metric: Any) -> dict[str, str]:
+    """More ``score_batch`` keyword arguments a metric reads from the scoring inputs, e.g.
+    CLIPScore's ``{"images": "image"}``."""
+    return dict(getattr(metric, "batch_fields", None) or {})
+
+
 def _batchable(metric: Any, inputs: Sequence[dict]) -> bool:
-    field = _text_field(metric)
-    return hasattr(metric, "score_batch") and all(field in x for x in inputs)
+    fields = [_text_field(metric), *_batch_fields(metric).values()]
+    return hasattr(metric, "score_batch") and all(f in x for x in inputs for f in fields)
 
 
 def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tuple[str, ScoreResult]]]:
@@ -48,7 +54,8 @@ def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tup
             references = [x.get("reference") for x in inputs]
             refs = references if all(r is not None for r in references) else None
             try:
-                batch = metric.score_batch([x[_text_field(metric)] for x in inputs], refs)
+                extra = {kw: [x[f] for x in inputs] for kw, f in _batch_fields(metric).items()}
+                batch = metric.score_batch([x[_text_field(metric)] for x in inputs], refs, **extra)
             except Exception:
                 batch = None  # score item by item below, so the failure lands on its own item
             if batch is not None and len(batch) != len(inputs):

@@ -14,6 +14,7 @@ class MetricSpec:
     target: str                      # "module:Class"
     needs_reference: bool = True
     summary: str = ""
+    needs_image: bool = False        # scores images too (the caption pipeline gives them; text files do not)
 
     def build(self, **kwargs: Any):
         module, cls = self.target.split(":")
@@ -28,6 +29,13 @@ METRICS: dict[str, MetricSpec] = {
                        summary="sentence BLEU per item, corpus BLEU in the aggregate"),
     "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore",
                             summary="BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)"),
+    "cider": MetricSpec("cider", "opik_metrics.metrics.cider:CIDEr",
+                        summary="CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)"),
+    "coco": MetricSpec("coco", "opik_metrics.metrics.coco:COCOCaption",
+                       summary="COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)"),
+    "clipscore": MetricSpec("clipscore", "opik_metrics.metrics.clipscore:CLIPScore", needs_reference=False,
+                            needs_image=True,
+                            summary="CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers"),
     "perplexity": MetricSpec("perplexity", "opik_metrics.metrics.perplexity:Perplexity", needs_reference=False,
                              summary="perplexity of a causal LM per item, token-weighted corpus perplexity"),
     "distillation_kl": MetricSpec("distillation_kl", "opik_metrics.metrics.distillation:DistillationKL",

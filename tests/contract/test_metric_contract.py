@@ -7,13 +7,16 @@ import json
 import math
 
 import pytest
+from PIL import Image
 
 from opik_metrics.core import MetricFacts, Signature, Statistics, facts_of
 from opik_metrics.metrics.catalog import METRICS
 from tests.neural.lm_fixtures import build_gpt2, one_torch_thread  # noqa: F401
+from tests.neural.tiny_clip import build_tiny_clip
 from tests.neural.tiny_models import build_bert
 
 OUTPUTS = ["a dog runs on the beach", "two cats sleep", "", "a red bus in the city at night", "pasta"]
+IMAGES = [Image.new("RGB", (24 + 8 * k, 32), (40 * k, 200 - 30 * k, 90)) for k in range(5)]
 REFERENCES = [["a dog running on a beach"], ["two cats are sleeping", "cats sleep"], ["an empty one"],
               ["the red bus in a city"], ["a plate of pasta"]]
 
@@ -22,18 +25,20 @@ REFERENCES = [["a dog running on a beach"], ["two cats are sleeping", "cats slee
 def models(tmp_path_factory):
     return {"bert": str(build_bert(tmp_path_factory.mktemp("bert"))),
             "gpt2": str(build_gpt2(tmp_path_factory.mktemp("gpt2"))),
-            "student": str(build_gpt2(tmp_path_factory.mktemp("student"), seed=5, layers=1))}
+            "student": str(build_gpt2(tmp_path_factory.mktemp("student"), seed=5, layers=1)),
+            "clip": str(build_tiny_clip(tmp_path_factory.mktemp("clip")))}
 
 
 def _options(key: str, models: dict) -> dict:
-    return {"rouge": {}, "bleu": {},
+    return {"rouge": {}, "bleu": {}, "cider": {}, "coco": {},
             "bertscore": {"model": models["bert"], "num_layers": 2},
-            "perplexity": {"model": models["gpt2"]},
+            "perplexity": {"model": models["gpt2"]}, "clipscore": {"model": models["clip"]},
             "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]}}[key]
 
 
 def test_every_catalog_metric_has_a_factory_here():
-    assert set(METRICS) == {"rouge", "bleu", "bertscore", "perplexity", "distillation_kl"}
+    assert set(METRICS) == {"rouge", "bleu", "bertscore", "cider", "coco", "clipscore", "perplexity",
+                            "distillation_kl"}
 
 
 @pytest.fixture(scope="module", params=sorted(METRICS))
@@ -45,7 +50,13 @@ def pair(request, models):
 
 
 def _refs(spec):
-    return REFERENCES if spec.needs_reference else None
+    """References for every metric: reference-free ones ignore them, CLIPScore adds RefCLIP-S."""
+    return REFERENCES
+
+
+def _more(spec, count=len(OUTPUTS)):
+    """Other inputs a metric scores (CLIPScore's images), for the first ``count`` items."""
+    return {"images": IMAGES[:count]} if spec.needs_image else {}
 
 
 def test_facts_are_declared_and_round_trip(pair):
@@ -55,14 +66,15 @@ def test_facts_are_declared_and_round_trip(pair):
     assert isinstance(facts.higher_is_better, bool) and facts.main.higher_is_better == facts.higher_is_better
     assert all(s.scale in ("linear", "log") for s in facts.scores)
     assert MetricFacts.from_dict(json.loads(json.dumps(facts.as_dict()))).as_dict() == facts.as_dict()
-    emitted = [r.name for r in metric.score_batch(OUTPUTS[:2], _refs(spec) and REFERENCES[:2])[0]]
+    emitted = [r.name for r in metric.score_batch(OUTPUTS[:2], _refs(spec) and REFERENCES[:2], **_more(spec, 2))[0]]
     assert sorted(emitted) == sorted(s.name for s in facts.scores)     # what it emits is what it declares
 
 
+@pytest.mark.filterwarnings("ignore:.*CIDEr-D of a single item")   # one item alone: CIDEr warns, as it should
 def test_name_is_honoured(pair):
     spec, metric, renamed = pair
-    default = [r.name for r in metric.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1])[0]]
-    other = [r.name for r in renamed.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1])[0]]
+    default = [r.name for r in metric.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1], **_more(spec, 1))[0]]
+    other = [r.name for r in renamed.score_batch(OUTPUTS[:1], _refs(spec) and REFERENCES[:1], **_more(spec, 1))[0]]
     assert not set(default) & set(other)                                # two instances never collide
     if len(default) == 1:
         assert other == ["other"] and renamed.facts.corpus.name == "corpus_other"
@@ -71,18 +83,25 @@ def test_name_is_honoured(pair):
     assert renamed.facts.corpus.name != metric.facts.corpus.name
 
 
+def _corpus(metric, made):
+    """The corpus result the facts name (COCOCaption returns one result per key)."""
+    if isinstance(made, list):
+        (made,) = [r for r in made if r.name == metric.facts.corpus.name]
+    return made
+
+
 def test_corpus_score_is_summed_statistics_and_partition_invariant(pair):
     spec, metric, _ = pair
-    stats = metric.statistics(OUTPUTS, _refs(spec))
+    stats = metric.statistics(OUTPUTS, _refs(spec), **_more(spec))
     assert len(stats) == len(OUTPUTS) and all(isinstance(s, Statistics) for s in stats)
-    whole = metric.corpus_score(OUTPUTS, _refs(spec))
+    whole = _corpus(metric, metric.corpus_score(OUTPUTS, _refs(spec), **_more(spec)))
     assert whole.name == metric.facts.corpus.name
-    assert whole.value == metric.from_statistics(sum(stats)).value
+    assert whole.value == _corpus(metric, metric.from_statistics(sum(stats))).value
     for split in (1, 2, 4):                                             # a worker per part, then reduced
         parts = [sum(stats[:split]), sum(stats[split:])]
-        assert math.isclose(metric.from_statistics(parts[0] + parts[1]).value, whole.value, rel_tol=1e-12)
+        assert math.isclose(_corpus(metric, metric.from_statistics(parts[0] + parts[1])).value, whole.value, rel_tol=1e-12)
     reversed_sum = sum(reversed(stats))
-    assert math.isclose(metric.from_statistics(reversed_sum).value, whole.value, rel_tol=1e-12)
+    assert math.isclose(_corpus(metric, metric.from_statistics(reversed_sum)).value, whole.value, rel_tol=1e-12)
 
 
 def test_signature_has_fields_without_scoring(pair):

@@ -1,1 +1,1 @@
-"""Tokenisers: rouge-score's and a Unicode word tokeniser, sacrebleu's BLEU tokenisers and our 13a."""
+"""Tokenisers: rouge-score's and a Unicode word tokeniser, sacrebleu's BLEU tokenisers and our 13a, pycocoevalcap's PTB."""

@@ -1,0 +1,67 @@
+"""The COCO caption suite as pycocoevalcap's ``COCOEvalCap`` reports it (BLEU-1..4, ROUGE_L,
+CIDEr; METEOR and SPICE need Java and a download, and are left out): one tokenisation, then
+each scorer; per item and as corpus values from summed statistics."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from opik_metrics.core import Signature, corpus_formula, mean_formula
+from opik_metrics.core.versions import ours as package_version
+from opik_metrics.text.cider import CiderD, DocumentFrequency, tokenize_all
+from opik_metrics.text.coco.bleu import bleu_fields, bleu_statistics, bleu_values, coco_bleu_from_statistics
+from opik_metrics.text.coco.rouge_l import coco_rouge_l
+
+KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L", "CIDEr")   # pycocoevalcap's own keys
+FIELDS = (*bleu_fields(4), "ROUGE_L", "CIDEr", "items")
+
+
+@dataclass(frozen=True)
+class CocoItem:
+    """One caption's values under pycocoevalcap's keys, its summable statistics, and why when degenerate."""
+
+    values: dict[str, float]
+    statistics: tuple[float, ...]
+    reason: str | None = None
+
+
+@corpus_formula
+def coco_from_statistics(values: Sequence[float], *, key: str = "Bleu_4") -> float:
+    """The corpus value under ``key`` from summed ``FIELDS`` statistics: BLEU from the summed
+    counts (pycocoevalcap's corpus BLEU), ROUGE_L and CIDEr as means over items."""
+    if key.startswith("Bleu_"):
+        return coco_bleu_from_statistics(values, order=int(key[5:]))
+    return mean_formula(values, field=FIELDS.index(key))
+
+
+class CocoSuite:
+    """Tokenise once (pycocoevalcap's PTB rules by default), then BLEU-1..4, ROUGE_L and CIDEr-D."""
+
+    def __init__(self, tokenize: str = "ptb") -> None:
+        self.cider = CiderD(tokenize=tokenize)
+        self.tokenize = tokenize
+
+    def fit(self, references: Sequence[Sequence[str]]) -> DocumentFrequency:
+        """CIDEr-D's document frequencies over the references of the whole set."""
+        return self.cider.fit(references)
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+              df: DocumentFrequency | None = None) -> list[CocoItem]:
+        """Every key for each item; CIDEr's document frequencies default to a fit on ``references``."""
+        tokens = tokenize_all([*candidates, *(r for refs in references for r in refs)], self.tokenize)
+        ciders = self.cider.score(candidates, references, df)
+        items = []
+        for cand, refs, cider in zip(candidates, references, ciders):
+            c, rs = tokens[cand].split(), [tokens[r].split() for r in refs]
+            bleu_stats = bleu_statistics(c, rs)
+            rouge = coco_rouge_l(c, rs)
+            values = dict(zip(KEYS, (*bleu_values(bleu_stats), rouge, cider.value)))
+            items.append(CocoItem(values, (*bleu_stats, rouge, cider.value, 1), cider.reason))
+        return items
+
+    def signature(self, df: DocumentFrequency | None = None) -> Signature:
+        """``coco|tok:ptb|bleu:closest|rouge_l:beta1.2|cider:cider-d,n4,sigma6|df:...|opik_metrics:<version>``."""
+        cider = self.cider.signature(df).fields
+        return Signature({"metric": "coco-caption", "tok": self.tokenize, "bleu": "closest,n4",
+                          "rouge_l": "beta1.2", "cider": "cider-d,n4,sigma6", "df": cider["df"],
+                          "keys": ",".join(KEYS), "opik_metrics": package_version()})

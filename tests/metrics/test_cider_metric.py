@@ -1,0 +1,100 @@
+"""CIDEr and COCOCaption as Opik metrics: names, facts, document frequencies as a corpus context,
+corpus scores from statistics, and both inside opik.evaluate (the emulated backend)."""
+import opik
+import pytest
+
+from opik_metrics import CIDEr, COCOCaption
+from opik_metrics.core import MetricInputError
+from tests.captions import caption_sets
+from tests.text.cider_oracle import oracle_coco, simple_tokens
+
+CANDS, REFS = caption_sets(40, 5, seed=17)
+TOK_CANDS = [simple_tokens(c) for c in CANDS]
+TOK_REFS = [[simple_tokens(r) for r in rs] for rs in REFS]
+ORACLE = oracle_coco(TOK_CANDS, TOK_REFS)
+
+
+def test_score_batch_fits_on_its_own_references_as_pycocoevalcap_does():
+    metric = CIDEr(tokenize="none", track=False)
+    results = metric.score_batch(TOK_CANDS, TOK_REFS)
+    assert [r[0].name for r in results] == ["cider"] * len(CANDS)
+    assert [r[0].value for r in results] == pytest.approx(ORACLE["CIDEr"][1], abs=1e-9)
+    corpus = metric.corpus_score(TOK_CANDS, TOK_REFS)
+    assert corpus.name == "corpus_cider" and corpus.value == pytest.approx(ORACLE["CIDEr"][0], abs=1e-9)
+
+
+def test_one_at_a_time_with_df_references_equals_the_batch():
+    metric = CIDEr(df_references=TOK_REFS, tokenize="none", track=False)
+    one_by_one = [metric.score(c, r)[0].value for c, r in zip(TOK_CANDS, TOK_REFS)]
+    assert one_by_one == pytest.approx(ORACLE["CIDEr"][1], abs=1e-9)
+    assert metric.signature.fields["df"].startswith("40img-")
+
+
+def test_one_item_without_df_references_is_zero_with_a_reason_and_a_warning():
+    metric = CIDEr(tokenize="none", track=False)
+    with pytest.warns(UserWarning, match="df_references"):
+        (result,) = metric.score(TOK_CANDS[0], TOK_REFS[0])
+    assert result.value == 0.0 and "df_references" in result.reason
+
+
+def test_facts_state_direction_bounds_and_the_corpus_score():
+    facts = CIDEr(track=False).facts
+    assert facts.main.name == "cider" and facts.main.higher_is_better and facts.main.bounds == (0.0, 10.0)
+    assert facts.corpus.name == "corpus_cider" and facts.own_corpus is not None
+    assert CIDEr(name="cd", track=False).facts.corpus.name == "corpus_cd"
+
+
+def test_bad_df_references_are_named():
+    with pytest.raises(MetricInputError, match="df_references"):
+        CIDEr(df_references="a dog", track=False)
+    with pytest.raises(MetricInputError, match=r"item 1, field 'df_references'"):
+        CIDEr(df_references=[["a"], None], track=False)
+
+
+def test_coco_caption_items_and_corpus_equal_pycocoevalcap():
+    coco = COCOCaption(tokenize="none", track=False)
+    items = coco.score_batch(TOK_CANDS, TOK_REFS)
+    for key, (corpus, per_item) in ORACLE.items():
+        assert [next(r.value for r in item if r.name == key) for item in items] == pytest.approx(per_item, abs=1e-9)
+    results = coco.corpus_score(TOK_CANDS, TOK_REFS)
+    assert [r.name for r in results] == [f"corpus_{k}" for k in ORACLE]
+    assert {r.metadata["key"]: r.value for r in results} == pytest.approx({k: v[0] for k, v in ORACLE.items()},
+                                                                          abs=1e-9)
+    assert coco.coco_eval(TOK_CANDS, TOK_REFS) == pytest.approx({k: v[0] for k, v in ORACLE.items()}, abs=1e-9)
+    assert results[3].name == coco.facts.corpus.name and results[3].value == coco.from_statistics(
+        sum(coco.statistics(TOK_CANDS, TOK_REFS)))[3].value
+
+
+def test_coco_caption_prefixes_its_keys_under_another_name():
+    coco = COCOCaption(tokenize="none", name="val", track=False)
+    assert [r.name for r in coco.score_batch(TOK_CANDS[:1], TOK_REFS[:1])[0]] == [
+        "val_Bleu_1", "val_Bleu_2", "val_Bleu_3", "val_Bleu_4", "val_ROUGE_L", "val_CIDEr"]
+    assert coco.facts.corpus.name == "corpus_val_Bleu_4"
+
+
+@pytest.mark.parametrize("with_df", [True, False])
+def test_inside_opik_evaluate_the_experiment_score_is_pycocoevalcaps_corpus(fake_opik_backend, with_df):
+    items = [{"caption": c, "reference": r} for c, r in zip(TOK_CANDS, TOK_REFS)]
+    kwargs = {"df_references": TOK_REFS} if with_df else {}
+    cider, coco = CIDEr(tokenize="none", **kwargs), COCOCaption(tokenize="none", **kwargs)
+    with pytest.warns(UserWarning) if not with_df else _nothing():
+        result = opik.evaluate_on_dict_items(items=items, task=lambda item: {"output": item["caption"]},
+                                             scoring_metrics=[cider, coco])
+    logged = [next(s.value for s in tr.score_results if s.name == "cider") for tr in result.test_results]
+    if with_df:
+        by_output = dict(zip(TOK_CANDS, ORACLE["CIDEr"][1]))
+        assert logged == pytest.approx([by_output[tr.test_case.task_output["output"]]
+                                        for tr in result.test_results], abs=1e-9)
+    else:
+        assert logged == [0.0] * len(items)      # one item alone has no corpus to weigh n-grams by
+    assert cider.experiment_score(result.test_results).value == pytest.approx(ORACLE["CIDEr"][0], abs=1e-9)
+    corpus = {r.metadata["key"]: r.value for r in coco.experiment_score(result.test_results)}
+    assert corpus == pytest.approx({k: v[0] for k, v in ORACLE.items()}, abs=1e-9)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
