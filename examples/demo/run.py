@@ -48,17 +48,20 @@ def system_task(path: Path, n_items: int) -> Callable[[dict], dict]:
     return task
 
 
-def demo_metrics() -> list[Any]:
-    """Every metric of the pack, on packaged models (no network)."""
+def demo_metrics(references: list[str]) -> list[Any]:
+    """Every text metric of the pack, on packaged models (no network); CIDEr-D's document
+    frequencies come from every reference of the dataset."""
     from opik_metrics.metrics.bertscore import BERTScore
     from opik_metrics.metrics.bleu import BLEU
+    from opik_metrics.metrics.cider import CIDEr
     from opik_metrics.metrics.distillation import DistillationKL
     from opik_metrics.metrics.perplexity import Perplexity
     from opik_metrics.metrics.rouge import ROUGE
     from opik_metrics.neural.models.causal_lm import load_causal_lm
 
     smollm2 = load_causal_lm("packaged:smollm2")
-    return [ROUGE(track=False), BLEU(track=False), BERTScore(model="packaged:minilm", track=False),
+    return [ROUGE(track=False), BLEU(track=False), CIDEr(df_references=references, track=False),
+            BERTScore(model="packaged:minilm", track=False),
             Perplexity(model=smollm2, track=False),
             DistillationKL(teacher=smollm2, student=truncated(smollm2, STUDENT_LAYERS), temperature=2.0, track=False)]
 
@@ -83,7 +86,7 @@ def run_demo(out: Path, progress: bool = True) -> Path:
     from opik_metrics.experiments.store import ExperimentStore
 
     items = demo_items()
-    metrics = demo_metrics()
+    metrics = demo_metrics([item["reference"] for item in items])
     out.mkdir(parents=True, exist_ok=True)
     with ExperimentStore(out / "experiments.sqlite") as store:
         for name, file in SYSTEMS.items():
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print("opik-metrics demo: two captioning systems (examples/demo/system_a.txt, system_b.txt) against "
-          "shared references,\nscored with ROUGE, BLEU, BERTScore (packaged MiniLM), perplexity and "
+          "shared references,\nscored with ROUGE, BLEU, CIDEr-D, BERTScore (packaged MiniLM), perplexity and "
           "distillation KL (packaged SmolLM2)\n")
     out = Path(args.output)
     page = run_demo(out, progress=not args.no_progress)

@@ -41,8 +41,12 @@ def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("experiment")
     g.add_argument("--experiment", required=True, metavar="NAME", help="experiment name (re-run to resume)")
     g.add_argument("--metric", "-m", action="append", metavar="NAME",
-                   help="metric from the catalog (repeatable; default rouge and bleu; bertscore when installed)")
+                   help="metric from the catalog (repeatable; default rouge, bleu and cider; also coco, "
+                   "bertscore, clipscore)")
     g.add_argument("--bertscore-model", metavar="ID_OR_PATH", help="model for --metric bertscore")
+    g.add_argument("--clip-model", metavar="ID_OR_PATH",
+                   help="CLIP model for --metric clipscore (default openai/clip-vit-base-patch32); it scores "
+                   "the images already fetched for captioning")
     g.add_argument("--backend", choices=["auto", "local", "opik"], default="auto",
                    help="auto (default): the Opik server when one is configured, else the local store")
     add_store_argument(g)
@@ -99,7 +103,8 @@ def cmd_caption(args: argparse.Namespace) -> int:
         experiment=args.experiment, tsv=args.tsv, hf_dataset=args.hf_dataset, split=args.split,
         hf_config=args.hf_config, limit=args.limit, sample=args.sample, seed=args.seed, model=args.model,
         generation=generation, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-        metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model, backend=args.backend,
+        metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model, clip_model=args.clip_model,
+        backend=args.backend,
         store=args.store, project_name=args.project, dataset_name=args.dataset_name, fetcher=fetcher,
         progress=not args.no_progress, retry_failed=args.retry_failed, overwrite=args.overwrite)
     if args.format == "json":

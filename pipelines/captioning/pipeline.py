@@ -18,7 +18,7 @@ from opik_metrics.pipelines.captioning.conceptual_captions import HF_DATASET, re
 from opik_metrics.images import ImageFetcher
 from opik_metrics.pipelines.captioning.task import CaptionTask
 
-DEFAULT_METRICS = ("rouge", "bleu")
+DEFAULT_METRICS = ("rouge", "bleu", "cider")
 
 
 def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
@@ -57,11 +57,19 @@ def default_dataset_name(data: Mapping[str, Any]) -> str:
     return f"conceptual-captions-{data['split']}"
 
 
-def build_metrics(names: Sequence[str], bertscore_model: str | None = None) -> list[Any]:
-    """Metrics by catalog name; ``bertscore_model`` goes to BERTScore(model=...)."""
+def build_metrics(names: Sequence[str], bertscore_model: str | None = None, clip_model: str | None = None,
+                  references: Sequence[Any] | None = None) -> list[Any]:
+    """Metrics by catalog name; ``bertscore_model`` goes to BERTScore(model=...), ``clip_model`` to
+    CLIPScore(model=...), and the run's ``references`` fit CIDEr-D's document frequencies."""
     metrics = []
     for name in dict.fromkeys(n.lower() for n in names):
-        kwargs = {"model": bertscore_model} if name == "bertscore" and bertscore_model else {}
+        kwargs: dict[str, Any] = {}
+        if name == "bertscore" and bertscore_model:
+            kwargs["model"] = bertscore_model
+        elif name == "clipscore" and clip_model:
+            kwargs["model"] = clip_model
+        elif name in ("cider", "coco") and references:
+            kwargs["df_references"] = list(references)
         metrics.append(metric_spec(name).build(**kwargs))
     return metrics
 
@@ -83,6 +91,7 @@ def run_captioning(
     batch_size: int = 8,
     metrics: Sequence[str] = DEFAULT_METRICS,
     bertscore_model: str | None = None,
+    clip_model: str | None = None,
     backend: str = "auto",
     store: str | os.PathLike | None = None,
     project_name: str | None = None,
@@ -93,17 +102,22 @@ def run_captioning(
     retry_failed: bool = False,
     overwrite: bool = False,
 ) -> ExperimentSummary:
-    """Caption Conceptual Captions images with BLIP and score the captions against the references."""
+    """Caption Conceptual Captions images with BLIP and score the captions against the references
+    (CIDEr-D's document frequencies come from the references of the items read)."""
     from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 
     check_source(tsv, hf_dataset, limit)
-    scoring = build_metrics(metrics, bertscore_model)
+    for name in metrics:
+        metric_spec(name)                       # an unknown name fails before anything is read or loaded
     chosen = choose_backend("local" if store is not None and backend == "auto" else backend)
-    captioner = BlipCaptioner(model, generation=generation, device=device, dtype=dtype, batch_size=batch_size)
-    fetcher = fetcher or ImageFetcher()
     items, data = read_items(tsv, hf_dataset, split, hf_config, limit, sample, seed)
     if not items:
         raise ValueError(f"the dataset {data['source']} has no rows")
+    references = [item["reference"] for item in items      # the well-formed rows' references: CIDEr-D's corpus
+                  if not item.get("row_problem") and isinstance(item.get("reference"), str)]
+    scoring = build_metrics(metrics, bertscore_model, clip_model, references)
+    captioner = BlipCaptioner(model, generation=generation, device=device, dtype=dtype, batch_size=batch_size)
+    fetcher = fetcher or ImageFetcher()
     task = CaptionTask(captioner, fetcher, progress=progress)
     config = {**task.config(), "data": data}
     return run_experiment(

@@ -126,10 +126,11 @@ class CaptionTask:
         return {"caption": ready.caption}
 
     def __call__(self, item: dict) -> dict[str, str]:
-        """The task output for one item: ``{"output": caption}`` (metrics read ``reference`` from the item)."""
+        """The task output for one item: ``{"output": caption, "image": cached image path}``; metrics
+        read ``reference`` from the item, and CLIPScore the image already fetched (no second download)."""
         url = item.get("image_url")
         if url not in self._ready:
             failures = self.prepare([item])
             if failures:
                 raise ItemFailedError(str(failures[0]))
-        return {"output": self._generate(url)["caption"]}
+        return {"output": self._generate(url)["caption"], "image": str(self._ready[url].image.path)}

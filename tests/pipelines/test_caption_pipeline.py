@@ -5,12 +5,14 @@ import sys
 
 import pytest
 
-from opik_metrics import BLEU
+from opik_metrics import BLEU, CIDEr
 from opik_metrics.cli.main import main as cli_main
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 from opik_metrics.images import ImageFetcher
+from opik_metrics.pipelines.captioning.conceptual_captions import read_tsv
 from opik_metrics.pipelines.captioning.pipeline import run_captioning
+from tests.neural.tiny_clip import tiny_clip  # noqa: F401
 from tests.pipelines.caption_fixtures import (FAST_GENERATION, GOOD, caption_tsv, image_server,  # noqa: F401
                                               one_thread, tiny_blip)
 
@@ -49,14 +51,14 @@ def test_run_records_captions_scores_failures_and_traces(tmp_path, caption_tsv, 
         scored = store.items(info.id, ["scored"])
     config = info.config
     assert config["model"] == str(tiny_blip) and config["num_beams"] == 2 and config["repetition_penalty"] == 1.2
-    assert set(config["metrics"]) == {"rouge", "bleu"} and "transformers" in config["versions"]
+    assert set(config["metrics"]) == {"rouge", "bleu", "cider"} and "transformers" in config["versions"]
     assert config["data"] == {"source": str(caption_tsv), "format": "tsv", "limit": 100, "sample": False}
     assert info.dataset == "conceptual-captions-captions" and config["runtime"]["device"] == "cpu"
 
     assert sorted(i.input["reference"] for i in scored) == sorted(c for c, _ in GOOD.values())
     for item in scored:
         assert item.output["output"] and item.task_seconds is not None
-        assert {"rouge1_f1", "rouge2_f1", "rougeL_f1", "bleu"} <= set(item.scores)
+        assert {"rouge1_f1", "rouge2_f1", "rougeL_f1", "bleu", "cider"} <= set(item.scores)
         (span,) = item.trace
         assert span["name"] == "generate_caption" and span["output"] == {"caption": item.output["output"]}
         assert span["metadata"]["model"] == str(tiny_blip) and span["metadata"]["image"]["content_type"] == "image/jpeg"
@@ -65,6 +67,12 @@ def test_run_records_captions_scores_failures_and_traces(tmp_path, caption_tsv, 
 
     corpus = BLEU().corpus_score([i.output["output"] for i in scored], [i.input["reference"] for i in scored])
     assert info.experiment_scores["corpus_bleu"] == pytest.approx(corpus.value)
+    # CIDEr-D's document frequencies come from the references of every well-formed row read (the run's corpus)
+    cider = CIDEr(df_references=[row.caption for row in read_tsv(str(caption_tsv)) if not row.problem], track=False)
+    assert info.experiment_scores["corpus_cider"] == pytest.approx(
+        cider.corpus_score([i.output["output"] for i in scored], [i.input["reference"] for i in scored]).value)
+    assert [i.scores["cider"].value for i in scored] == pytest.approx(
+        [cider.score(i.output["output"], i.input["reference"])[0].value for i in scored])
 
 
 def test_interrupted_run_resumes_without_redoing_work(tmp_path, caption_tsv, tiny_blip, one_thread,  # noqa: F811
@@ -166,3 +174,24 @@ def test_cli_bad_input_is_one_clear_line(tmp_path, caption_tsv, tiny_blip, capsy
     assert _cli(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("opik-metrics: error: ") and message in err and "Traceback" not in err
+
+
+def test_clipscore_scores_the_images_already_fetched(tmp_path, caption_tsv, tiny_blip, tiny_clip,  # noqa: F811
+                                                     one_thread, image_server):  # noqa: F811
+    from opik_metrics import CLIPScore
+
+    before = dict(image_server.hits)
+    summary = _run(tmp_path, caption_tsv, tiny_blip, metrics=["cider", "clipscore"], clip_model=tiny_clip)
+    fetched = {path: count - before.get(path, 0) for path, count in image_server.hits.items()}
+    assert all(count <= 1 for path, count in fetched.items() if path.startswith("/img/") and "flaky" not in path)
+    with ExperimentStore(tmp_path / "store.sqlite") as store:
+        info = store.info("blip-tiny")
+        scored = store.items(info.id, ["scored"])
+    assert summary.items == 14 and len(scored) == 5 and set(info.config["metrics"]) == {"cider", "clipscore"}
+    clip = CLIPScore(model=tiny_clip, track=False)
+    for item in scored:
+        assert item.output["image"].startswith(str(tmp_path / "cache"))      # the fetcher's cached file
+        want = {r.name: r.value for r in clip.score(item.output["output"], image=item.output["image"],
+                                                    reference=item.input["reference"])}
+        got = {name: item.scores[name].value for name in ("clip_score", "ref_clip_score")}
+        assert got == pytest.approx(want, abs=1e-6)
