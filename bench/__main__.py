@@ -16,7 +16,8 @@ import sys
 
 from opik_metrics.core.table import format_table
 
-BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_bertscore", "bench_perplexity"]
+BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_cider", "bench_bertscore", "bench_clipscore",
+              "bench_perplexity"]
 _MARK = "@@bench-rows@@"
 _CHILD = ("import json, sys, importlib; m = importlib.import_module('bench.' + sys.argv[1]); "
           "rows = m.main(int(sys.argv[2])) if sys.argv[2] != '0' else m.main(); "
