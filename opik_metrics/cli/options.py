@@ -25,8 +25,8 @@ def metric_kwargs(name: str, args: argparse.Namespace,
                 "idf": args.idf, "idf_references": references if args.idf else None,
                 "rescale_with_baseline": args.rescale_with_baseline or args.baseline_path is not None,
                 "baseline_path": args.baseline_path, "batch_size": args.batch_size, "device": args.device}
-    if name in ("cider", "coco"):   # document frequencies from every reference of the file (pycocoevalcap's)
-        return {"df_references": references, "tokenize": args.caption_tokenize}
+    if name in ("cider", "coco"):      # document frequencies: fitted on every reference by score_texts
+        return {"tokenize": args.caption_tokenize}
     if name == "perplexity":
         return {"model": args.perplexity_model, "stride": args.stride}
     if name == "distillation_kl":

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 from tqdm.auto import tqdm
 
 from opik_metrics.core import facts_of
+from opik_metrics.experiments.contexts import fit_corpus_contexts
 
 
 def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
@@ -29,6 +30,8 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     add it to the aggregate.
     """
     n = len(outputs)
+    if references is not None:
+        fit_corpus_contexts(metrics, references)      # CIDEr-D: one context for every chunk
     items: list[dict[str, float]] = [{} for _ in range(n)]
     reasons: list[dict[str, str]] = [{} for _ in range(n)]
     signatures: dict[str, str] = {}

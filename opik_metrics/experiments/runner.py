@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.experiments.experiment_config import experiment_config
+from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import run_local
 from opik_metrics.experiments.opik_runner import run_on_opik
 from opik_metrics.experiments.opik_server import Backend, choose_backend
@@ -65,6 +66,7 @@ def run_experiment(
     if store is not None and backend == "auto":
         backend = "local"
     chosen = choose_backend(backend)
+    fit_corpus_contexts(metrics, [item.get("reference") for item in items])    # before the config records signatures
     scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
     full_config = experiment_config(dict(config or {}), metrics)
     parts = sorted(set().union(*(facts_of(m).part_names for m in metrics)))

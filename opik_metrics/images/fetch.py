@@ -97,8 +97,9 @@ def normalise_image(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-def decode_image(data: bytes, max_pixels: int) -> Image.Image:
-    """Bytes to an upright RGB image (EXIF orientation applied, transparency on white), fully decoded.
+def decode_image(data: bytes, max_pixels: int, upright: bool = True) -> Image.Image:
+    """Bytes to an RGB image, fully decoded: upright (EXIF orientation applied, transparency on
+    white), or with ``upright=False`` only converted to RGB (what CLIP's own preprocessing does).
 
     Raises ValueError with the reason for bytes that are not a complete, sane image.
     """
@@ -111,7 +112,7 @@ def decode_image(data: bytes, max_pixels: int) -> Image.Image:
             if image.width * image.height > max_pixels:
                 raise ValueError(f"image too large: {image.width}x{image.height} pixels (limit {max_pixels})")
             image.load()
-            return normalise_image(image)
+            return normalise_image(image) if upright else image.convert("RGB")
     except UnidentifiedImageError:
         raise ValueError("not an image (PIL cannot identify the content)") from None
     except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
@@ -120,9 +121,9 @@ def decode_image(data: bytes, max_pixels: int) -> Image.Image:
         raise ValueError(f"corrupt or truncated image: {exc}") from None
 
 
-def load_image(path: str | Path, max_pixels: int = 89_478_485) -> Image.Image:
-    """A cached image file as an upright RGB PIL image."""
-    return decode_image(Path(path).read_bytes(), max_pixels)
+def load_image(path: str | Path, max_pixels: int = 89_478_485, upright: bool = True) -> Image.Image:
+    """A cached image file as an RGB PIL image (upright unless ``upright=False``: see ``decode_image``)."""
+    return decode_image(Path(path).read_bytes(), max_pixels, upright)
 
 
 class ImageFetcher:

@@ -43,23 +43,25 @@ def check_image_input(image: Any, field: str = "image", item: int | None = None)
 
 
 def open_image(image: Any, *, field: str = "image", item: int | None = None, fetcher: ImageFetcher | None = None,
-               max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
-    """One image input as an upright RGB PIL image (URLs fetched through ``fetcher``'s disk cache)."""
+               max_pixels: int = DEFAULT_MAX_PIXELS, upright: bool = True) -> Image.Image:
+    """One image input as an RGB PIL image (URLs fetched through ``fetcher``'s disk cache): upright
+    (EXIF orientation applied, transparency flattened on white), or with ``upright=False`` only
+    converted to RGB, as a model's own preprocessing may expect (CLIPScore's authors' code does)."""
     check_image_input(image, field, item)
     try:
         if isinstance(image, Image.Image):
-            return normalise_image(image)
+            return normalise_image(image) if upright else image.convert("RGB")
         if isinstance(image, (bytes, bytearray, memoryview)):
-            return decode_image(bytes(image), max_pixels)
+            return decode_image(bytes(image), max_pixels, upright)
         if is_url(image):
             fetched = (fetcher or ImageFetcher()).fetch(image.strip())
             if not fetched.ok:
                 raise ValueError(fetched.error)
-            return load_image(fetched.path, max_pixels)
+            return load_image(fetched.path, max_pixels, upright)
         path = Path(image).expanduser()
         if not path.is_file():
             raise ValueError("no such file" if not path.exists() else "not a file")
-        return load_image(path, max_pixels)
+        return load_image(path, max_pixels, upright)
     except (ValueError, OSError) as exc:
         raise MetricInputError(f"{_where(field, item)}: cannot read image {describe_image(image)}: {exc}") from None
 

@@ -79,6 +79,18 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
                     references: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
         """One ``list[ScoreResult]`` per item, in order."""
 
+    # -- the corpus context ------------------------------------------------------------------
+
+    @property
+    def corpus_pending(self) -> bool:
+        """Whether item scores still need a context fitted on the whole set first (CIDEr-D's
+        document frequencies when not given); whoever scores a set in chunks then calls ``fit_corpus``."""
+        return False
+
+    def fit_corpus(self, references: Sequence[Any]) -> None:
+        """Fit the corpus context on every reference of the set (one entry per item)."""
+        raise MetricInputError(f"{self.name} has no corpus context to fit")
+
     # -- summable statistics and the corpus score --------------------------------------------
 
     def _require_corpus(self) -> CorpusFacts:

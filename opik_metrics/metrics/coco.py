@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.metrics.cider import fit_references
+from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
+from opik_metrics.text.cider import MAX_VALUE
 from opik_metrics.text.coco import FIELDS, KEYS, CocoItem, CocoSuite, coco_from_statistics
 
 CARRIER = "Bleu_4"        # the item result that holds the suite's statistics
-_BOUNDS = {"CIDEr": (0.0, 10.0)}
+_BOUNDS = {"CIDEr": (0.0, MAX_VALUE)}
 
 
-class COCOCaption(ReferenceMetric):
+class COCOCaption(DocumentFrequencyMetric):
     """The numbers ``pycocoevalcap.eval.COCOEvalCap`` reports, under its keys ``Bleu_1``..``Bleu_4``,
     ``ROUGE_L`` and ``CIDEr`` (CIDEr-D), after its PTB tokenisation, equal to its ``Bleu(4)``,
     ``Rouge()`` and ``Cider()``. METEOR and SPICE are left out: they need Java (and SPICE a
@@ -35,9 +36,7 @@ class COCOCaption(ReferenceMetric):
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
                  name: str = "coco", track: bool = True, project_name: str | None = None) -> None:
         self.engine = CocoSuite(tokenize=tokenize)
-        self.document_frequency = fit_references(self.engine, df_references)
-        self.signature = self.engine.signature(self.document_frequency)
-        super().__init__(name=name, track=track, project_name=project_name)
+        super().__init__(df_references, name=name, track=track, project_name=project_name)
         self._names = {key: self._scored_name(key) for key in KEYS}
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -49,14 +48,15 @@ class COCOCaption(ReferenceMetric):
                             coco_from_statistics, {"key": CARRIER}, bounds=(0.0, 1.0))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        context = self._context_for(references)
         items = self.engine.score(outputs, references, self.document_frequency)
-        return [self._results(item, len(refs)) for item, refs in zip(items, references)]
+        return [self._results(item, len(refs), context) for item, refs in zip(items, references)]
 
-    def _results(self, item: CocoItem, n_refs: int) -> list[ScoreResult]:
+    def _results(self, item: CocoItem, n_refs: int, context: dict) -> list[ScoreResult]:
         base = {"n_references": n_refs, "signature": self.signature}
-        return [ScoreResult(name=self._names[key], value=value,
-                            reason=item.reason if key == "CIDEr" else None,
-                            metadata={**base, "statistics": list(item.statistics)} if key == CARRIER else base)
+        return [ScoreResult(name=self._names[key], value=value, reason=item.reasons.get(key),
+                            metadata={**base, "statistics": list(item.statistics), "document_frequency": context}
+                            if key == CARRIER else base)
                 for key, value in item.values.items()]
 
     def from_statistics(self, total: Statistics) -> list[ScoreResult]:  # type: ignore[override]
@@ -64,8 +64,10 @@ class COCOCaption(ReferenceMetric):
         if total.fields != FIELDS:
             raise MetricInputError(f"{self.name}: statistics of fields {total.fields} are not this metric's")
         metadata = {"statistics": list(total.values), "signature": self.signature}
+        one_image = self._corpus_reason(total)
         return [ScoreResult(name=f"corpus_{self._names[key]}", value=coco_from_statistics(total.values, key=key),
-                            metadata={**metadata, "key": key}) for key in KEYS]
+                            reason=one_image if key == "CIDEr" else None, metadata={**metadata, "key": key})
+                for key in KEYS]
 
     def corpus_score(self, outputs: Sequence[str],  # type: ignore[override]
                      references: Sequence[Any] | None = None) -> list[ScoreResult]:
@@ -74,16 +76,6 @@ class COCOCaption(ReferenceMetric):
         if not stats:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
         return self.from_statistics(sum(stats))
-
-    def experiment_score(self, test_results: Sequence[Any]) -> list[ScoreResult]:  # type: ignore[override]
-        """The corpus numbers of an ``opik.evaluate`` experiment (refits CIDEr's document frequencies on
-        the experiment's references unless ``df_references`` was given, as ``CIDEr`` does)."""
-        if self.document_frequency is not None:
-            return super().experiment_score(test_results)
-        if not test_results:
-            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        outputs, references = self._experiment_inputs(test_results, range(len(test_results)))
-        return self.corpus_score(outputs, references)
 
     def coco_eval(self, outputs: Sequence[str], references: Sequence[Any]) -> dict[str, float]:
         """``{key: value}`` as ``COCOEvalCap.eval`` holds it (METEOR and SPICE left out)."""

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from opik_metrics.metrics.catalog import metric_spec
+from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary
@@ -60,7 +61,7 @@ def default_dataset_name(data: Mapping[str, Any]) -> str:
 def build_metrics(names: Sequence[str], bertscore_model: str | None = None, clip_model: str | None = None,
                   references: Sequence[Any] | None = None) -> list[Any]:
     """Metrics by catalog name; ``bertscore_model`` goes to BERTScore(model=...), ``clip_model`` to
-    CLIPScore(model=...), and the run's ``references`` fit CIDEr-D's document frequencies."""
+    CLIPScore(model=...); metrics with a corpus context (CIDEr-D) fit it on ``references``."""
     metrics = []
     for name in dict.fromkeys(n.lower() for n in names):
         kwargs: dict[str, Any] = {}
@@ -68,9 +69,8 @@ def build_metrics(names: Sequence[str], bertscore_model: str | None = None, clip
             kwargs["model"] = bertscore_model
         elif name == "clipscore" and clip_model:
             kwargs["model"] = clip_model
-        elif name in ("cider", "coco") and references:
-            kwargs["df_references"] = list(references)
         metrics.append(metric_spec(name).build(**kwargs))
+    fit_corpus_contexts(metrics, list(references or []))
     return metrics
 
 

@@ -98,3 +98,33 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+@pytest.mark.parametrize("metric_class", [CIDEr, COCOCaption])
+def test_the_runner_fits_the_corpus_once_so_chunks_score_as_one_pass(tmp_path, metric_class):
+    from opik_metrics.experiments.runner import run_experiment
+    from opik_metrics.experiments.store import ExperimentStore
+
+    metric = metric_class(tokenize="none", track=False)
+    items = [{"k": k, "reference": r} for k, r in enumerate(TOK_REFS)]
+    with ExperimentStore(tmp_path / "s.sqlite") as store:
+        summary = run_experiment("e", items, lambda item: {"output": TOK_CANDS[item["k"]]}, [metric],
+                                 dataset_name="d", store=store, chunk_size=7, progress=False)
+        info = store.info("e")
+        scored = sorted(store.items(info.id, ["scored"]), key=lambda i: i.input["k"])
+    key = "cider" if metric_class is CIDEr else "CIDEr"
+    assert [i.scores[key].value for i in scored] == pytest.approx(ORACLE["CIDEr"][1], abs=1e-9)
+    corpus = summary.experiment_scores["corpus_cider" if metric_class is CIDEr else "corpus_CIDEr"]
+    assert corpus == pytest.approx(ORACLE["CIDEr"][0], abs=1e-9)
+    assert info.config["metrics"][metric.name]["signature"]["fields"]["df"].startswith("40img-")
+
+
+def test_a_perfect_caption_scores_exactly_the_bound():
+    refs = [["a dog runs on the grass"], ["a cat sleeps"]]
+    (result,) = CIDEr(df_references=refs, tokenize="none", track=False).score("a dog runs on the grass", refs[0])
+    assert result.value == 10.0            # pycocoevalcap gives 10.000000000000002: capped at the bound
+
+
+def test_df_references_of_one_image_say_so_without_asking_for_them():
+    (result,) = CIDEr(df_references=[["a dog"]], tokenize="none", track=False).score("a dog", "a dog")
+    assert result.value == 0.0 and "should hold the references of every image" in result.reason

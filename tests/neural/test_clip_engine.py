@@ -116,7 +116,7 @@ def test_signature_and_settings(engine, tiny_clip):  # noqa: F811
     sig = engine.signature
     assert isinstance(sig, Signature)
     assert sig.fields["clipscore"] == tiny_clip and sig.fields["prompt"] == PROMPT and sig.fields["w"] == 2.5
-    assert "prompt:'A photo depicts '" in sig and "max_len:77" in sig and "img:CLIPImageProcessorPil:32x32" in sig
+    assert "prompt:'A photo depicts '" in sig and "max_len:77" in sig and "img:rgb+CLIPImageProcessorPil:32x32" in sig
     assert {"transformers", "torch", "opik-metrics", "dtype"} <= set(sig.fields)
     assert engine.settings()["max_length"] == WINDOW
     other = ClipScoreEngine(tiny_clip, device="cpu", prompt="", weight=1.0)
@@ -291,3 +291,41 @@ def test_path_bytes_pil_and_url_give_the_same_score(engine, tmp_path, monkeypatc
     assert all(v == pytest.approx(values[0], abs=1e-7) for v in values)
     gray = engine.score(["a red car"], [Image.open(io.BytesIO(data)).convert("L")])[0]
     assert 0.0 <= gray.clip_score <= 2.5
+
+
+def test_images_are_read_as_the_authors_code_reads_them(tiny_clip, tmp_path):
+    """Hessel et al. open an image and convert it to RGB: no EXIF rotation, alpha dropped (not
+    flattened on white). A transparent PNG and an EXIF-rotated JPEG score as that reading does."""
+    import io
+
+    import torch
+    from PIL import Image
+    from transformers import AutoProcessor, CLIPModel
+
+    from opik_metrics.images.fetch import normalise_image
+    from opik_metrics.neural.clip import ClipScoreEngine
+    from opik_metrics.pipelines.captioning.offline import jpeg_bytes
+
+    rgba = Image.new("RGBA", (40, 30), (200, 30, 30, 0))
+    rgba.paste((20, 200, 40, 255), (10, 5, 30, 25))
+    png = io.BytesIO()
+    rgba.save(png, "PNG")
+    rotated = jpeg_bytes((30, 60, 200), size=(48, 24), orientation=6)
+    paths = []
+    for name, data in (("alpha.png", png.getvalue()), ("rotated.jpg", rotated)):
+        path = tmp_path / name
+        path.write_bytes(data)
+        paths.append(str(path))
+    ours = [s.clip_score for s in ClipScoreEngine(model=tiny_clip).score(["a red square", "a blue photo"], paths)]
+    model, processor = CLIPModel.from_pretrained(tiny_clip).eval(), AutoProcessor.from_pretrained(tiny_clip)
+    want = []
+    with torch.inference_mode():
+        for caption, path in zip(["a red square", "a blue photo"], paths):
+            image = Image.open(path).convert("RGB")
+            inputs = processor(text=["A photo depicts " + caption], images=[image], return_tensors="pt", padding=True)
+            out = model(**inputs)
+            want.append(2.5 * max(float((out.text_embeds @ out.image_embeds.T)[0, 0]), 0.0))
+    assert ours == pytest.approx(want, abs=2e-6)
+    upright = [s.clip_score for s in ClipScoreEngine(model=tiny_clip).score(  # what the other reading would give
+        ["a red square", "a blue photo"], [normalise_image(Image.open(p)) for p in paths])]
+    assert ours != pytest.approx(upright, abs=1e-3) or not any(want)   # the test tells the two readings apart

@@ -68,4 +68,13 @@ def test_statistics_fields_and_corpus_means():
     items = CocoSuite(tokenize="none").score(["a b", "c d"], [["a b"], ["c e"]])
     assert all(len(i.statistics) == len(FIELDS) and i.statistics[-1] == 1 for i in items)
     total = [sum(col) for col in zip(*(i.statistics for i in items))]
-    assert coco_from_statistics(total, key="ROUGE_L") == pytest.approx(sum(i.values["ROUGE_L"] for i in items) / 2)
+    # ROUGE_L by hand: 1.0 for the exact match; "c d" vs "c e": LCS 1, P = R = 1/2, F = 1/2
+    assert coco_from_statistics(total, key="ROUGE_L") == pytest.approx((1.0 + 0.5) / 2)
+    # corpus BLEU-1 from summed counts: 3 of 4 unigrams match, lengths equal
+    assert coco_from_statistics(total, key="Bleu_1") == pytest.approx((3 + 1e-15) / (4 + 1e-9))
+
+
+def test_an_empty_output_says_why_under_every_key():
+    (item,) = CocoSuite(tokenize="none").score([""], [["a dog"]])
+    assert set(item.reasons) == set(KEYS) and all(v == 0.0 for v in item.values.values())
+    assert "output has no tokens" in item.reasons["Bleu_4"]

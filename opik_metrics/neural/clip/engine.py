@@ -94,7 +94,7 @@ class ClipScoreEngine:
             "prompt": self.prompt,
             "weight": self.weight,
             "max_length": self.clip.window,
-            "image_preprocessing": self.clip.image_preprocessing,
+            "image_preprocessing": f"rgb+{self.clip.image_preprocessing}",   # convert("RGB"), then the processor
             "dtype": str(self.clip.dtype).removeprefix("torch."),
             "versions": {"transformers": package_version("transformers"), "torch": package_version("torch"),
                          "opik-metrics": ours()},
@@ -152,7 +152,9 @@ class ClipScoreEngine:
 
         def opened() -> Iterator[Any]:
             for k in first:
-                yield open_image(images[k], field="image", item=labels[k], fetcher=fetcher)
+                # upright=False: converted to RGB only, as Hessel et al.'s code reads images (no EXIF
+                # rotation, alpha dropped rather than flattened on white): their numbers, not BLIP's view
+                yield open_image(images[k], field="image", item=labels[k], fetcher=fetcher, upright=False)
 
         return item_rows, self.embedder.embed_images(opened(), len(first), progress)
 

@@ -76,12 +76,6 @@ def load_clip(name: str, device: str | torch.device | None = None,
         return clip
 
 
-def loaded_count() -> int:
-    """How many CLIP models this process holds (tests, diagnostics)."""
-    with _CACHE_LOCK:
-        return len(_CACHE)
-
-
 def clear_cache() -> None:
     """Forget every cached CLIP (tests, or to free memory)."""
     with _CACHE_LOCK:

@@ -4,6 +4,7 @@ fitted references), clipped cosine per order against each reference, a Gaussian 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -13,8 +14,9 @@ from opik_metrics.core import Signature
 from opik_metrics.core.versions import ours as package_version
 from opik_metrics.text.cider.arrays import NGramTable
 from opik_metrics.text.cider.document_frequency import DocumentFrequency
-from opik_metrics.text.cider.ngrams import NGramCounts, ngram_counts
-from opik_metrics.text.cider.tokenize import check_tokenize, tokenize_all
+from opik_metrics.text.tokenizers.captions import check_tokenize, tokenize_all
+
+MAX_VALUE = 10.0     # cosines are at most 1 and the penalty at most 1: rounding can overshoot by 2e-15
 
 
 @dataclass(frozen=True)
@@ -36,28 +38,27 @@ class CiderD:
             raise ValueError(f"sigma: expected a positive finite number, got {sigma!r}")
         self.n, self.sigma, self.tokenize = n, float(sigma), check_tokenize(tokenize)
 
-    # -- tokens and counts ---------------------------------------------------------------------
-
-    def counts(self, texts: Sequence[str]) -> dict[str, NGramCounts]:
-        """Each distinct raw text's n-gram counts after tokenisation."""
-        tokens = tokenize_all(texts, self.tokenize)
-        return {raw: ngram_counts(tok.split(), self.n) for raw, tok in tokens.items()}
-
     def fit(self, references: Sequence[Sequence[str]]) -> DocumentFrequency:
         """Document frequencies over the references of every image (one list per image)."""
-        counts = self.counts([r for refs in references for r in refs])
-        return DocumentFrequency.fit([counts[r] for r in refs] for refs in references)
+        tokens = tokenize_all([r for refs in references for r in refs], self.tokenize)
+        index = {text: k for k, text in enumerate(tokens)}
+        table = NGramTable.build([tok.split() for tok in tokens.values()], self.n)
+        frequency = table.document_frequency([[index[r] for r in refs] for refs in references])
+        return DocumentFrequency(Counter({table.name(g): int(c) for g, c in enumerate(frequency) if c}),
+                                 len(references))
 
     # -- scoring ---------------------------------------------------------------------------------
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              df: DocumentFrequency | None = None) -> list[CiderItem]:
-        """CIDEr-D of each candidate against its references; ``df`` defaults to a fit on ``references``."""
+              df: DocumentFrequency | None = None, tokens: dict[str, str] | None = None) -> list[CiderItem]:
+        """CIDEr-D of each candidate against its references; ``df`` defaults to a fit on ``references``.
+        ``tokens`` (raw text -> tokenised text, every text included) skips tokenising again."""
         if not candidates:
             return []
-        tokens = tokenize_all([*candidates, *(r for refs in references for r in refs)], self.tokenize)
+        if tokens is None:
+            tokens = tokenize_all([*candidates, *(r for refs in references for r in refs)], self.tokenize)
         index = {text: k for k, text in enumerate(tokens)}
-        table = NGramTable.build([tokens[t].split() for t in tokens], self.n)
+        table = NGramTable.build([tok.split() for tok in tokens.values()], self.n)
         ref_ids = [[index[r] for r in refs] for refs in references]
         if df is None:
             frequency, images = table.document_frequency(ref_ids), len(references)
@@ -70,7 +71,7 @@ class CiderD:
         idf = ref_len - np.log(np.maximum(frequency, 1.0))
         weight = table.count * idf[table.gram]                        # tf * idf, per entry
         order = table.order[table.gram]
-        captions = len(tokens)
+        captions = len(index)
         squares = np.bincount(table.text * self.n + order, weight * weight, minlength=captions * self.n)
         norms = np.sqrt(squares).reshape(captions, self.n)
         length = np.maximum(table.lengths - 1, 0) if self.n > 1 else np.zeros(captions, dtype=np.int64)
@@ -85,9 +86,9 @@ class CiderD:
         per_order = np.stack([np.bincount(pair_item, dots[:, k] * penalty, minlength=len(candidates))
                               for k in range(self.n)], axis=1)
         n_refs = np.array([len(r) for r in ref_ids], dtype=np.float64)
-        by_order = 10.0 * per_order / n_refs[:, None]
-        values = per_order.sum(axis=1) / self.n / n_refs * 10.0
-        context = _context_reason(images)
+        by_order = np.minimum(10.0 * per_order / n_refs[:, None], MAX_VALUE)
+        values = np.minimum(per_order.sum(axis=1) / self.n / n_refs * 10.0, MAX_VALUE)
+        context = _context_reason(images, fitted_here=df is None)
         return [CiderItem(float(values[i]), tuple(float(x) for x in by_order[i]),
                           context or _item_reason(table, index[c], ref_ids[i]))
                 for i, c in enumerate(candidates)]
@@ -110,19 +111,22 @@ class CiderD:
         return dots.reshape(len(pair_cand), self.n)
 
     def signature(self, df: DocumentFrequency | None = None) -> Signature:
-        """``cider-d|n:4|sigma:6|tok:ptb|df:...|opik_metrics:<version>``; the context when fitted."""
+        """``metric:cider-d|n:4|sigma:6|tok:ptb|df:<images>img-<digest>|opik_metrics:<version>`` (``df:own-references``
+        when each call fits on the references it scores)."""
         fields = {"metric": "cider-d", "n": self.n, "sigma": f"{self.sigma:g}", "tok": self.tokenize}
         fields["df"] = "own-references" if df is None else f"{df.images}img-{df.fingerprint()}"
         fields["opik_metrics"] = package_version()
         return Signature(fields)
 
 
-def _context_reason(images: int) -> str | None:
-    if images <= 1:
-        return (f"document frequencies were fitted on {images} image(s): every n-gram's idf is "
-                "log(1/1) = 0, so CIDEr-D is 0 by definition; pass df_references (the references of the "
-                "whole set) to score items one at a time")
-    return None
+def _context_reason(images: int, fitted_here: bool) -> str | None:
+    if images > 1:
+        return None
+    why = (f"document frequencies fitted on {images} image(s): every n-gram's idf is log(1/1) = 0, so "
+           "CIDEr-D is 0 by definition")
+    if fitted_here:
+        return why + "; pass df_references (the references of the whole set) to score items one at a time"
+    return why + "; df_references should hold the references of every image of the set"
 
 
 def _item_reason(table: NGramTable, candidate: int, references: list[int]) -> str | None:

@@ -8,7 +8,8 @@ from typing import Sequence
 
 from opik_metrics.core import Signature, corpus_formula, mean_formula
 from opik_metrics.core.versions import ours as package_version
-from opik_metrics.text.cider import CiderD, DocumentFrequency, tokenize_all
+from opik_metrics.text.cider import CiderD, DocumentFrequency
+from opik_metrics.text.tokenizers.captions import tokenize_all
 from opik_metrics.text.coco.bleu import bleu_fields, bleu_statistics, bleu_values, coco_bleu_from_statistics
 from opik_metrics.text.coco.rouge_l import coco_rouge_l
 
@@ -18,11 +19,12 @@ FIELDS = (*bleu_fields(4), "ROUGE_L", "CIDEr", "items")
 
 @dataclass(frozen=True)
 class CocoItem:
-    """One caption's values under pycocoevalcap's keys, its summable statistics, and why when degenerate."""
+    """One caption's values under pycocoevalcap's keys, its summable statistics, and per key why
+    a value is a defined one (an empty output, CIDEr-D without a corpus)."""
 
     values: dict[str, float]
     statistics: tuple[float, ...]
-    reason: str | None = None
+    reasons: dict[str, str]
 
 
 @corpus_formula
@@ -49,18 +51,23 @@ class CocoSuite:
               df: DocumentFrequency | None = None) -> list[CocoItem]:
         """Every key for each item; CIDEr's document frequencies default to a fit on ``references``."""
         tokens = tokenize_all([*candidates, *(r for refs in references for r in refs)], self.tokenize)
-        ciders = self.cider.score(candidates, references, df)
+        ciders = self.cider.score(candidates, references, df, tokens=tokens)
         items = []
         for cand, refs, cider in zip(candidates, references, ciders):
             c, rs = tokens[cand].split(), [tokens[r].split() for r in refs]
             bleu_stats = bleu_statistics(c, rs)
             rouge = coco_rouge_l(c, rs)
             values = dict(zip(KEYS, (*bleu_values(bleu_stats), rouge, cider.value)))
-            items.append(CocoItem(values, (*bleu_stats, rouge, cider.value, 1), cider.reason))
+            reasons = {} if c else {key: f"output has no tokens after tokenisation: {key} is 0 by definition"
+                                    for key in KEYS[:-1]}
+            if cider.reason:
+                reasons["CIDEr"] = cider.reason
+            items.append(CocoItem(values, (*bleu_stats, rouge, cider.value, 1), reasons))
         return items
 
     def signature(self, df: DocumentFrequency | None = None) -> Signature:
-        """``coco|tok:ptb|bleu:closest|rouge_l:beta1.2|cider:cider-d,n4,sigma6|df:...|opik_metrics:<version>``."""
+        """``metric:coco-caption|tok:ptb|bleu:closest,n4|rouge_l:beta1.2|cider:cider-d,n4,sigma6|df:...|keys:...|
+        opik_metrics:<version>``."""
         cider = self.cider.signature(df).fields
         return Signature({"metric": "coco-caption", "tok": self.tokenize, "bleu": "closest,n4",
                           "rouge_l": "beta1.2", "cider": "cider-d,n4,sigma6", "df": cider["df"],

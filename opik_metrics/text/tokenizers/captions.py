@@ -1,6 +1,7 @@
 """How captions become tokens before CIDEr-D and the COCO suite: pycocoevalcap's PTB
 tokenisation (``"ptb"``, the published numbers) or whitespace splitting of captions that are
-already tokenised (``"none"``)."""
+already tokenised (``"none"``: runs of whitespace count as one separator, as pycocoevalcap's
+BLEU and CIDEr split; its ROUGE_L splits on single spaces, so give it single-spaced text)."""
 from __future__ import annotations
 
 from typing import Callable, Sequence

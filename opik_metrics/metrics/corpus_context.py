@@ -1,0 +1,82 @@
+"""Metrics whose item scores depend on the whole set: CIDEr-D weighs n-grams by their document
+frequency over the references of every image. The frequencies are given once (``df_references``)
+or fitted in a first pass by whoever scores a set in chunks (``fit_corpus``); a call that has
+neither fits on the references it scores, as pycocoevalcap does."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Sequence
+
+from opik_metrics.core import MetricInputError, Statistics
+from opik_metrics.core.inputs import require_references
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.text.cider import DocumentFrequency
+
+
+class DocumentFrequencyMetric(ReferenceMetric):
+    """A reference metric with CIDEr-D's corpus context; subclasses set ``self.engine`` (with
+    ``fit(references)`` and ``signature(df)``) before calling ``__init__``."""
+
+    def __init__(self, df_references: Any, name: str, track: bool = True, project_name: str | None = None) -> None:
+        self.document_frequency = self._fit(df_references) if df_references is not None else None
+        self._set_context()
+        self._warned = False
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def _fit(self, references: Any) -> DocumentFrequency:
+        if isinstance(references, str) or not isinstance(references, Sequence) or not references:
+            raise MetricInputError("df_references: expected a non-empty list with one reference (a string or a "
+                                   "list of strings) per image of the set")
+        return self.engine.fit([require_references(r, "df_references", k) for k, r in enumerate(references)])
+
+    def _set_context(self) -> None:
+        df = self.document_frequency
+        self.signature = self.engine.signature(df)
+        self._context = ({"images": df.images, "fingerprint": df.fingerprint()} if df is not None
+                         else {"fitted_on": "the references scored with it"})
+
+    # -- the corpus context --------------------------------------------------------------------
+
+    @property
+    def corpus_pending(self) -> bool:
+        """True until document frequencies are given or fitted for the whole set."""
+        return self.document_frequency is None
+
+    def fit_corpus(self, references: Sequence[Any]) -> None:
+        """Fit document frequencies on every reference of the set (one string or list per image), once,
+        so that scoring the set in chunks gives the numbers of one pass over it."""
+        self.document_frequency = self._fit(references)
+        self._set_context()
+        self.facts = dataclasses.replace(self.facts, signature=self.signature)
+
+    def _context_for(self, references: list[list[str]]) -> dict[str, Any]:
+        """Metadata on the frequencies a call uses; warns once when one item alone makes them trivial."""
+        if self.document_frequency is not None:
+            return self._context
+        if len(references) == 1 and not self._warned:
+            self._warned = True
+            warnings.warn(f"{self.name}: CIDEr-D of a single item without df_references is 0 by definition; pass "
+                          "df_references=<every reference of the dataset>", stacklevel=4)
+        return {**self._context, "images": len(references)}
+
+    # -- the corpus score ------------------------------------------------------------------------
+
+    def experiment_score(self, test_results: Sequence[Any]) -> Any:
+        """The corpus score of an ``opik.evaluate`` experiment: with document frequencies the logged
+        item results are reused; without, they are fitted on all of the experiment's references and
+        every item is rescored (items scored one at a time had no corpus to fit on)."""
+        if self.document_frequency is not None:
+            return super().experiment_score(test_results)
+        if not test_results:
+            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
+        outputs, references = self._experiment_inputs(test_results, range(len(test_results)))
+        return self.corpus_score(outputs, references)
+
+    def _corpus_reason(self, total: Statistics) -> str | None:
+        if self.document_frequency is None and total.values[-1] == 1:
+            return "a corpus of one item: document frequencies fitted on 1 image make CIDEr-D 0 by definition"
+        return None
+
+
+__all__ = ["DocumentFrequencyMetric", "ScoreResult"]
