@@ -137,9 +137,9 @@ def _corpora(experiments: Sequence[ExperimentRecords]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for e in experiments:
         for facts in e.facts.values():
-            corpus = facts.own_corpus
-            if corpus is not None and corpus.name not in out.get(corpus.carrier, []):
-                out.setdefault(corpus.carrier, []).append(corpus.name)
+            for corpus in facts.own_corpora:
+                if corpus.name not in out.get(corpus.carrier, []):
+                    out.setdefault(corpus.carrier, []).append(corpus.name)
     return out
 
 

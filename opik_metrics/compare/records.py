@@ -66,8 +66,9 @@ class ExperimentRecords:
     def corpus(self, name: str) -> CorpusFacts | None:
         """The recorded corpus score ``name`` (with this experiment's own formula options)."""
         for facts in self.facts.values():
-            if facts.corpus is not None and facts.corpus.name == name:
-                return facts.corpus
+            for corpus in facts.corpora:
+                if corpus.name == name:
+                    return corpus
         return None
 
     @property

@@ -75,7 +75,8 @@ class CorpusFacts:
 @dataclass(frozen=True)
 class MetricFacts:
     """Everything a metric states: the scores it emits (main scores first), the direction of any
-    score it did not declare, its corpus score and its signature."""
+    score it did not declare, its corpus score (and, for a suite such as COCO's, more corpus scores
+    made from the same statistics) and its signature."""
 
     metric: str
     kind: str
@@ -83,14 +84,21 @@ class MetricFacts:
     higher_is_better: bool = True
     corpus: CorpusFacts | None = None
     signature: Signature | None = None
+    more_corpora: tuple[CorpusFacts, ...] = ()
+
+    @property
+    def corpora(self) -> tuple[CorpusFacts, ...]:
+        """Every corpus score, the main one first."""
+        return (self.corpus, *self.more_corpora) if self.corpus is not None else ()
 
     def score(self, name: str) -> ScoreFacts | None:
-        """The facts of score ``name`` (an item score or the corpus score), if declared."""
+        """The facts of score ``name`` (an item score or a corpus score), if declared."""
         for facts in self.scores:
             if facts.name == name:
                 return facts
-        if self.corpus is not None and self.corpus.name == name:
-            return self.corpus.score
+        for corpus in self.corpora:
+            if corpus.name == name:
+                return corpus.score
         return None
 
     @property
@@ -108,12 +116,18 @@ class MetricFacts:
         statistics; None when there is none or it is only the mean of the item scores."""
         return self.corpus if self.corpus is not None and not self.corpus.is_mean else None
 
+    @property
+    def own_corpora(self) -> tuple[CorpusFacts, ...]:
+        """Every corpus score of its own (not a mean of item scores)."""
+        return tuple(c for c in self.corpora if not c.is_mean)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form, recorded with an experiment so that it compares right without the metric."""
         return {"metric": self.metric, "kind": self.kind, "higher_is_better": self.higher_is_better,
                 "scores": [s.as_dict() for s in self.scores],
                 "corpus": self.corpus.as_dict() if self.corpus else None,
-                "signature": self.signature.as_dict() if self.signature is not None else None}
+                "signature": self.signature.as_dict() if self.signature is not None else None,
+                **({"more_corpora": [c.as_dict() for c in self.more_corpora]} if self.more_corpora else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MetricFacts":
@@ -126,7 +140,8 @@ class MetricFacts:
                    scores=tuple(ScoreFacts.from_dict(s) for s in data.get("scores") or ()),
                    higher_is_better=bool(data.get("higher_is_better", True)),
                    corpus=CorpusFacts.from_dict(data["corpus"]) if data.get("corpus") else None,
-                   signature=signature)
+                   signature=signature,
+                   more_corpora=tuple(CorpusFacts.from_dict(c) for c in data.get("more_corpora") or ()))
 
 
 def _stored_signature(data: Mapping[str, Any]) -> Signature:

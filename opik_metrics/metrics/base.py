@@ -50,7 +50,8 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
         super().__init__(name=name, track=track, project_name=project_name)
         self.facts = MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
                                  scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
-                                 corpus=self._corpus_facts(), signature=self.signature)
+                                 corpus=self._corpus_facts(), signature=self.signature,
+                                 more_corpora=tuple(self._more_corpus_facts()))
 
     # -- what the metric states -------------------------------------------------------------
 
@@ -61,6 +62,10 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
     def _corpus_facts(self) -> CorpusFacts | None:
         """How the corpus score is made from the items' statistics (None: no corpus score)."""
         return None
+
+    def _more_corpus_facts(self) -> Sequence[CorpusFacts]:
+        """Further corpus scores from the same statistics (a suite's: COCO's corpus Bleu_1..3, ...)."""
+        return ()
 
     def _scored_name(self, default: str) -> str:
         """A score's name: ``default`` under the default metric name, else prefixed with ``name``

@@ -44,8 +44,16 @@ class COCOCaption(DocumentFrequencyMetric):
         return [ScoreFacts(self._scored_name(k), bounds=_BOUNDS.get(k, (0.0, 1.0))) for k in order]
 
     def _corpus_facts(self) -> CorpusFacts:
-        return corpus_facts(f"corpus_{self._scored_name(CARRIER)}", self._scored_name(CARRIER), FIELDS,
-                            coco_from_statistics, {"key": CARRIER}, bounds=(0.0, 1.0))
+        return self._corpus_of(CARRIER)
+
+    def _more_corpus_facts(self) -> list[CorpusFacts]:
+        """corpus Bleu_1..3 from the summed counts (scores of their own); ROUGE_L and CIDEr are means."""
+        return [self._corpus_of(key) for key in KEYS if key != CARRIER]
+
+    def _corpus_of(self, key: str) -> CorpusFacts:
+        return corpus_facts(f"corpus_{self._scored_name(key)}", self._scored_name(CARRIER), FIELDS,
+                            coco_from_statistics, {"key": key}, bounds=_BOUNDS.get(key, (0.0, 1.0)),
+                            is_mean=not key.startswith("Bleu_"))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         context = self._context_for(references)

@@ -128,3 +128,35 @@ def test_a_perfect_caption_scores_exactly_the_bound():
 def test_df_references_of_one_image_say_so_without_asking_for_them():
     (result,) = CIDEr(df_references=[["a dog"]], tokenize="none", track=False).score("a dog", "a dog")
     assert result.value == 0.0 and "should hold the references of every image" in result.reason
+
+
+def test_coco_caption_declares_every_corpus_score_and_compare_recomputes_them(tmp_path):
+    import json
+
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.core import MetricFacts
+    from opik_metrics.experiments.runner import run_experiment
+    from opik_metrics.experiments.store import ExperimentStore
+
+    coco = COCOCaption(tokenize="none", track=False)
+    facts = coco.facts
+    assert [c.name for c in facts.corpora] == ["corpus_Bleu_4", "corpus_Bleu_1", "corpus_Bleu_2", "corpus_Bleu_3",
+                                               "corpus_ROUGE_L", "corpus_CIDEr"]
+    assert [c.name for c in facts.own_corpora] == ["corpus_Bleu_4", "corpus_Bleu_1", "corpus_Bleu_2", "corpus_Bleu_3"]
+    assert facts.score("corpus_CIDEr").bounds == (0.0, 10.0)
+    assert MetricFacts.from_dict(json.loads(json.dumps(facts.as_dict()))).as_dict() == facts.as_dict()
+
+    items = [{"k": k, "reference": r} for k, r in enumerate(TOK_REFS)]
+    worse = [" ".join(c.split()[::-1]) for c in TOK_CANDS]              # the same words, reversed
+    with ExperimentStore(tmp_path / "s.sqlite") as store:
+        for name, outputs in (("good", TOK_CANDS), ("reversed", worse)):
+            run_experiment(name, items, lambda item, o=outputs: {"output": o[item["k"]]}, [coco], dataset_name="d",
+                           store=store, chunk_size=9, progress=False)
+        records = load_experiments(["good", "reversed"], store=store)
+    comparison = compare_experiments(records, CompareSettings(resamples=200))
+    for k in range(4):
+        entry = comparison["scores"][f"corpus_Bleu_{k + 1}"]["good"]
+        assert entry["value"] == pytest.approx(ORACLE[f"Bleu_{k + 1}"][0], abs=1e-9)   # pycocoevalcap's corpus BLEU
+        assert entry["low"] <= entry["value"] <= entry["high"]
+    assert comparison["pairs"][0]["metrics"]["corpus_Bleu_2"]["better"] == "good"
