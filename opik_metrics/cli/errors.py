@@ -1,10 +1,16 @@
 """The CLI's one error path: a user-facing error is one line on stderr and exit status 2; Ctrl-C
-says what was kept and exits 130. Every sub-command runs through ``run_command``."""
+says what was kept and exits 130; a reader that stops reading (``| head``) ends it quietly with
+141. Every sub-command runs through ``run_command``."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Callable
+from typing import Callable, Sequence
+
+# 128 + SIGPIPE: what the shell reports for git, cat or grep cut off by `| head`, so scripts
+# (`set -o pipefail` ones too) see us as they see those tools; sacrebleu's plain Python gives a traceback.
+BROKEN_PIPE_STATUS = 141
 
 
 class CLIError(Exception):
@@ -28,10 +34,78 @@ def user_errors() -> tuple[type[BaseException], ...]:
             DatasetSourceError, ValueError)
 
 
-def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run one sub-command: known errors become one clear line (exit 2), Ctrl-C exits 130."""
+def check_arguments(argv: Sequence[str]) -> None:
+    """Raise a CLIError for a command-line argument that is not UTF-8: Python hands its bytes over
+    as lone surrogates (``surrogateescape``), which no tokenizer, file or store takes."""
+    from opik_metrics.core.inputs import utf8_problem
+
+    for k, arg in enumerate(argv):
+        if utf8_problem(arg) is None:
+            continue
+        after = f", the value of {argv[k - 1]}," if k and argv[k - 1].startswith("-") else ""
+        try:
+            raw = os.fsencode(arg)                 # the bytes the shell passed
+            raw.decode("utf-8")
+        except UnicodeEncodeError:                 # a surrogate that stands for no byte (a caller's str)
+            raw, why = arg.encode("utf-8", "backslashreplace"), utf8_problem(arg)
+        except UnicodeDecodeError as exc:
+            why = f"{exc.reason} at byte {exc.start}"
+        else:
+            why = utf8_problem(arg)
+        shown = raw.decode("utf-8", "backslashreplace")
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise CLIError(f"command-line argument {k + 1}{after} is not UTF-8 text ({why}): \"{shown}\"")
+
+
+def _stdout_closed() -> bool:
+    """Whether the reader of our stdout has gone (poll reports an error on the pipe); True when
+    that cannot be told, as a BrokenPipeError then most likely came from stdout."""
     try:
-        return command(args)
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):    # no poll (Windows), no real file (captured)
+        return True
+
+
+def _quiet_broken_pipe() -> int:
+    """Exit quietly once the reader is gone, as Python's docs advise (signal.html, "Note on
+    SIGPIPE"): stdout goes to devnull so the final flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):    # no real file descriptor (captured output)
+        pass
+    return BROKEN_PIPE_STATUS
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args`` whose ``--help`` into a closed pipe also ends quietly (141)."""
+    try:
+        try:
+            return parser.parse_args(argv)
+        finally:
+            sys.stdout.flush()      # --help and usage errors exit; flush while we can still catch
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        raise SystemExit(_quiet_broken_pipe()) from None
+
+
+def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one sub-command: known errors become one clear line (exit 2), Ctrl-C exits 130, a
+    closed stdout (``| head -1``) exits 141 without a word."""
+    try:
+        status = command(args)
+        sys.stdout.flush()          # a reader gone before the last buffered write shows up here
+        return status
+    except BrokenPipeError:
+        if not _stdout_closed():    # a pipe of our own (a socket, a worker) broke: not the reader
+            raise
+        return _quiet_broken_pipe()
     except KeyboardInterrupt:
         store = getattr(args, "store", None)
         print("\ninterrupted: every item finished so far is kept in the local store"

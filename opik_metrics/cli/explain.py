@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from opik_metrics.cli.errors import CLIError
 from opik_metrics.core.table import format_table
 
 
@@ -15,13 +17,30 @@ def add_bertscore_options(group: Any) -> None:
     group.add_argument("--device", help="cpu, cuda, ... (default: GPU when present)")
 
 
+def _check_explain_arguments(args: argparse.Namespace) -> None:
+    """What would fail after the model has loaded, found before it loads: an empty text, a PNG
+    path that cannot be written."""
+    for option, text in (("--output", args.output), ("--reference", args.reference)):
+        if not text.strip():
+            raise CLIError(f"explain: {option} is empty; there are no tokens to align")
+    png = Path(args.png)
+    if png.is_dir():
+        raise CLIError(f"explain: --png {args.png} is a directory; give the path of a .png file")
+    if not png.parent.is_dir():
+        raise CLIError(f"explain: cannot write --png {args.png}: folder {png.parent} does not exist")
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from opik_metrics.metrics.bertscore import BERTScore
 
+    _check_explain_arguments(args)
     metric = BERTScore(model=args.bertscore_model, num_layers=args.num_layers, lang=args.lang,
                        device=args.device, track=False)
     results = {r.name: r.value for r in metric.score(args.output, args.reference)}
-    path = metric.save_heatmap(args.output, args.reference, args.png)
+    try:
+        path = metric.save_heatmap(args.output, args.reference, args.png)
+    except OSError as exc:
+        raise CLIError(f"explain: cannot write the heatmap to {args.png}: {exc.strerror or exc}") from None
     print(format_table(["score", "value"], list(results.items())))
     print(f"\nheatmap: {path}\n{metric.signature}")
     return 0

@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from opik_metrics.cli import caption, compare, experiments, explain, score
-from opik_metrics.cli.errors import run_command
+from opik_metrics.cli.errors import CLIError, check_arguments, fail, parse_arguments, run_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,7 +19,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        check_arguments(argv)
+    except CLIError as exc:
+        return fail(str(exc))
+    args = parse_arguments(build_parser(), argv)
     return run_command(args.func, args)
 
 

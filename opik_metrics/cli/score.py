@@ -14,15 +14,39 @@ from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import METRICS, metric_spec
 
 
-def read_lines(path: str, what: str) -> list[str]:
-    """One entry a line (trailing newline removed; the file must be UTF-8)."""
+def read_text_file(path: str, what: str) -> str:
+    """The whole of a UTF-8 text file, exactly as written (no newline translation); every way to
+    fail (missing, a directory, unreadable, not UTF-8) is a CLIError naming the file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise CLIError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise CLIError(f"{what} file {path} is a directory; give a file, one entry a line") from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CLIError(f"{what} file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return text.splitlines()
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CLIError(f"{what} file {path} is not UTF-8 text: {exc.reason} at line {line} "
+                       f"(byte offset {exc.start} in the file)") from None
+
+
+def split_lines(text: str) -> list[str]:
+    r"""One entry a line, lines ending at "\n" or "\r\n" only, as ``wc -l`` counts them. Never
+    ``str.splitlines``: it also breaks at \f, \v, \x1c-\x1e, U+0085, U+2028 and U+2029, and so
+    would pair every later prediction with the wrong reference. A final newline ends the last
+    line (it starts no empty entry); a lone "\r" stays inside its line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_lines(path: str, what: str) -> list[str]:
+    """One entry a line of a UTF-8 file (see ``split_lines``)."""
+    return split_lines(read_text_file(path, what))
 
 
 def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[str]]:
@@ -43,6 +67,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     if needing and not args.references:
         raise CLIError(f"{', '.join(needing)} need --references")
     references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
+    if args.baseline_path is not None and "bertscore" in names:   # else its UTF-8 error names no file
+        read_text_file(args.baseline_path, "baseline")
     metrics = build_metrics(names, args, references, track=False)
     result = score_texts(metrics, outputs, references, progress=not args.no_progress)
     if args.format == "json":

@@ -13,9 +13,28 @@ def _where(field: str, item: int | None) -> str:
     return f"item {item}, field {field!r}" if item is not None else f"field {field!r}"
 
 
+def utf8_problem(text: str) -> str | None:
+    """Why ``text`` cannot be encoded as UTF-8, or None when it can. Only a surrogate code point
+    can stop it: a lone half of a pair, e.g. an LLM reply cut mid-emoji ("\\ud83d"), or bytes that
+    were not UTF-8 kept by Python's ``surrogateescape``. Tokenizers reject such text with an
+    error naming neither item nor field."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}: "
+                "the text cannot be encoded as UTF-8")
+    return None
+
+
 def require_text(value: Any, field: str, item: int | None = None) -> str:
-    """Return ``value`` if it is a string, else raise a MetricInputError saying where and what."""
+    """Return ``value`` if it is a string that can be encoded as UTF-8 (every tokenizer's input),
+    else raise a MetricInputError saying where and what."""
     if isinstance(value, str):
+        problem = utf8_problem(value)
+        if problem is not None:
+            raise MetricInputError(f"{_where(field, item)}: {problem}")
         return value
     if value is None:
         raise MetricInputError(f"{_where(field, item)}: expected a string, got None")
@@ -25,7 +44,7 @@ def require_text(value: Any, field: str, item: int | None = None) -> str:
 def require_references(value: Any, field: str = "reference", item: int | None = None) -> list[str]:
     """Normalise a reference (a string or a non-empty list of strings) to a list of strings."""
     if isinstance(value, str):
-        return [value]
+        return [require_text(value, field, item)]
     if value is None:
         raise MetricInputError(f"{_where(field, item)}: expected a string or a list of strings, got None")
     if isinstance(value, (list, tuple)):

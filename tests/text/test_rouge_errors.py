@@ -91,3 +91,11 @@ def test_signature_records_every_option():
     assert RougeScorer(alpha=0.25).signature().split("|")[5] == "f:alpha=0.25"
     assert RougeScorer(alpha=0.5).signature().split("|")[5] == "f:1"
     assert RougeScorer().signature().split("|")[-1].startswith("version:")
+
+
+@pytest.mark.parametrize("option", ["use_stemmer", "remove_stopwords"])
+@pytest.mark.parametrize("value", ["yes", "no", 1, None])
+def test_switches_must_be_booleans(option, value):
+    from opik_metrics.text.rouge import RougeScorer
+    with pytest.raises(ValueError, match=f"{option} must be True or False"):
+        RougeScorer(**{option: value})

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
+from opik_metrics.core import require_text
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours, package_version
 from opik_metrics.neural.bertscore.baseline import Baseline, builtin_baseline_path, load_baseline
@@ -199,6 +200,9 @@ class BertScoreEngine:
     def explain(self, candidate: str, reference: str) -> Explanation:
         """Tokens, the similarity matrix and the greedy alignment behind one pair's score."""
         from opik_metrics.neural.bertscore.explain import explain_pair
+        for field_name, text in (("output", candidate), ("reference", reference)):
+            if isinstance(text, str):       # explain_pair names a non-string itself
+                require_text(text, field_name)
         return explain_pair(self, candidate, reference)
 
 
@@ -206,9 +210,9 @@ def _flatten(texts: Sequence[str | Sequence[str]]) -> list[str]:
     out: list[str] = []
     for k, t in enumerate(texts):
         if isinstance(t, str):
-            out.append(t)
+            out.append(require_text(t, f"idf_references[{k}]"))
         elif isinstance(t, (list, tuple)) and all(isinstance(x, str) for x in t):
-            out.extend(t)
+            out.extend(require_text(x, f"idf_references[{k}][{j}]") for j, x in enumerate(t))
         else:
             raise ValueError(f"idf_references[{k}]: expected a string or a list of strings, got {type(t).__name__}")
     return out
@@ -246,6 +250,9 @@ def _check_pairs(candidates: Any, references: Any) -> tuple[list[str], list[list
         group = [r] if isinstance(r, str) else r
         if not isinstance(group, (list, tuple)) or not group or not all(isinstance(x, str) for x in group):
             raise ValueError(f"item {i}, field 'reference': expected a string or a non-empty list of strings")
+        require_text(c, "output", i)                     # UTF-8 text, before the tokenizer sees it
+        for k, x in enumerate(group):
+            require_text(x, "reference" if isinstance(r, str) else f"reference[{k}]", i)
         cands.append(c)
         refs.append(list(group))
     return cands, refs

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from opik_metrics.core import MetricInputError, require_text
 from opik_metrics.neural.lm.windows import plan_windows
 
 
@@ -46,6 +47,9 @@ def resolve_start_token(tokenizer: Any, add_start_token: bool | None) -> int | N
 def encode_texts(tokenizer: Any, texts: Sequence[str], start_id: int | None,
                  max_length: int | None, stride: int | None) -> EncodedTexts:
     """Tokenise without special tokens, prepend ``start_id``, and window each text to fit."""
+    if isinstance(texts, str):
+        raise MetricInputError("texts: expected a list of strings, got one string")
+    texts = [require_text(t, "text", k) for k, t in enumerate(texts)]   # before the tokenizer sees them
     encoded = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
     rows: list[Row] = []
     for item, ids in enumerate(encoded):

@@ -119,15 +119,39 @@ def _load(name: str, resolved: ResolvedModel, device: str, dtype: torch.dtype) -
         kwargs["gguf_file"] = resolved.gguf_file
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved.source, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(resolved.source, dtype=dtype, **kwargs)
+        model, info = AutoModelForCausalLM.from_pretrained(resolved.source, dtype=dtype, output_loading_info=True,
+                                                           **kwargs)
     except Exception as exc:  # every loader failure becomes one clear, actionable error
         raise ModelNotAvailableError(_load_failure(name, resolved, exc)) from exc
+    check_causal(name, model, set((info or {}).get("missing_keys") or ()))
     model.to(device).eval()
     ctx = context_length(model, tokenizer)
     if ctx is not None:
         tokenizer.model_max_length = ctx  # GGUF tokenizers come back with 1e30
     return CausalLM(name=name, model=model, tokenizer=tokenizer, context_length=ctx,
                     signature=model_signature(name, model, ctx, resolved), hub_id=resolved.hub_id)
+
+
+def check_causal(name: str, model: Any, missing: set[str]) -> None:
+    """Refuse a model that is not a trained causal LM: an encoder loaded into a causal-LM class (its
+    attention sees later tokens, so its perplexity means nothing) or one whose LM head was missing
+    from the checkpoint (randomly initialised: transformers only warns)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    config = model.config
+    architectures = list(getattr(config, "architectures", None) or [])
+    causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    if architectures and not any(a in causal or a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) \
+            and getattr(config, "is_decoder", None) is not True:
+        raise ValueError(f"model {name!r} is not a causal language model (its checkpoint is a {architectures[0]}): "
+                         "perplexity and KL need a model that predicts each token from the ones before it "
+                         "(e.g. GPT-2, Llama, SmolLM2); an encoder such as BERT sees the later tokens too")
+    head = model.get_output_embeddings()
+    prefix = next((n for n, m in model.named_modules() if m is head), None) if head is not None else None
+    if prefix and any(k == prefix or k.startswith(prefix + ".") for k in missing):
+        raise ValueError(f"model {name!r} has no trained language-model head: {prefix} is missing from its "
+                         "checkpoint (transformers would initialise it at random); save the model with its head "
+                         "(AutoModelForCausalLM.save_pretrained)")
 
 
 def _require_gguf_support(name: str) -> None:

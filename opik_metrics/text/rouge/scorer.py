@@ -59,6 +59,9 @@ class RougeScorer:
         if isinstance(wlcs_weight, bool) or not isinstance(wlcs_weight, (int, float)) \
                 or not wlcs_weight > 1 or wlcs_weight == float("inf"):
             raise ValueError(f"wlcs_weight must be a finite number > 1, got {wlcs_weight!r}")
+        for option, value in (("use_stemmer", use_stemmer), ("remove_stopwords", remove_stopwords)):
+            if not isinstance(value, bool):      # "yes" or "no" would both be truthy
+                raise ValueError(f"{option} must be True or False, got {value!r}")
         if multi_reference not in MULTI_REFERENCE_MODES:
             raise ValueError(
                 f"multi_reference must be one of {', '.join(map(repr, MULTI_REFERENCE_MODES))}, "
