@@ -3,6 +3,8 @@ reused) and ``opik.evaluate`` with the experiment config and experiment-level sc
 """
 from __future__ import annotations
 
+import importlib
+import os
 import time
 from collections import Counter
 from typing import Any, Sequence
@@ -10,10 +12,32 @@ from typing import Any, Sequence
 import opik
 
 from opik_metrics.experiments.opik_datasets import insert_items
+from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.scoring import ExperimentScorer
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.experiments.tasks import ItemFailure, Task, prepare_chunk
+
+
+# What Opik imports inside a function on the scoring path, the first time a task or metric raises
+# in ``opik.evaluate`` (opik/evaluation/engine/exception_analyzer.py,
+# ``is_llm_provider_rate_limit_error``: ``import openai``, ``import litellm.exceptions``). Two
+# scoring threads doing that first import at once race on litellm's package import and abort the
+# whole run ("ImportError: cannot import name ... partially initialized module 'litellm...'", or
+# ``_DeadlockError``). Imported here, in the calling thread, before the scoring threads start.
+LAZY_IMPORTS = ("openai", "litellm.exceptions")
+
+
+def preload_lazy_imports() -> None:
+    """Import what Opik would import lazily in its scoring threads (``LAZY_IMPORTS``), with
+    litellm told to use its bundled model cost map (``LITELLM_LOCAL_MODEL_COST_MAP``, unless the
+    caller chose otherwise) so that importing it does not reach for the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    for name in LAZY_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:   # not installed: Opik's own import fails the same way, in every thread
+            pass
 
 
 def _prepare_all(task: Task, items: Sequence[dict], chunk_size: int) -> dict[int, ItemFailure]:
@@ -47,16 +71,21 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
     if not good:
         summary.seconds = time.perf_counter() - started
         return summary
-    client = client or opik.Opik(project_name=project_name)
-    dataset, ids = insert_items(client, dataset_name, good)
+    with server_errors(url, f"the dataset {dataset_name!r} (creating it or inserting its items)"):
+        client = client or opik.Opik(project_name=project_name)
+        dataset, ids = insert_items(client, dataset_name, good)
     reasons = Counter(str(f) for f in failures.values())
-    result = opik.evaluate(
-        dataset=dataset, task=task, scoring_metrics=list(metrics), experiment_name=name,
-        project_name=project_name, verbose=1 if progress else 0, task_threads=task_threads,
-        dataset_item_ids=ids, experiment_scoring_functions=list(scorers),
-        experiment_config={**config, "items": len(items), "failed_items": len(failed),
-                           "failure_reasons": dict(reasons.most_common(20))},
-    )
+    preload_lazy_imports()
+    # only Opik's own REST errors are turned into one line here: a task or metric talking to
+    # another HTTP service keeps its own exception
+    with server_errors(url, f"the experiment {name!r}", transport=False):
+        result = opik.evaluate(
+            dataset=dataset, task=task, scoring_metrics=list(metrics), experiment_name=name,
+            project_name=project_name, verbose=1 if progress else 0, task_threads=task_threads,
+            dataset_item_ids=ids, experiment_scoring_functions=list(scorers),
+            experiment_config={**config, "items": len(items), "failed_items": len(failed),
+                               "failure_reasons": dict(reasons.most_common(20))},
+        )
     summary.failed_items += len(good) - len(result.test_results)
     summary.scores = _means(result.test_results)
     summary.experiment_scores = {s.name: (s.value if not s.scoring_failed else None)

@@ -1,13 +1,21 @@
 """Which backend an experiment goes to: an Opik server when one is configured (explicitly,
 ``OPIK_URL_OVERRIDE``, ``OPIK_API_KEY``, ``opik.configure`` or its config file) and answers a
-short health check; the local store when none is configured. Asked for but down: a clear error.
+short health check (its deadline holds however slowly the server answers); the local store when
+none is configured. Asked for but down: a clear error. A server whose API then refuses a request
+(HTTP 401, 404, 500) is a clear one-line error too, naming the server and the status.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
+import time
 from dataclasses import dataclass
-from typing import Any
+from http import HTTPStatus
+from typing import Any, Iterator
 
 import requests
+import urllib3.exceptions
 
 HEALTH_TIMEOUT_S = 3.0
 BACKENDS = ("auto", "local", "opik")
@@ -15,6 +23,16 @@ BACKENDS = ("auto", "local", "opik")
 
 class OpikServerUnavailable(RuntimeError):
     """An Opik server was asked for but does not answer; the message says how to go on."""
+
+
+class OpikServerError(OpikServerUnavailable):
+    """The Opik server answered its health check, but its API refused a request (HTTP 401, 404,
+    500 ...) or broke off; the message is one line naming the server URL and the HTTP status."""
+
+    def __init__(self, message: str, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -52,26 +70,134 @@ def ping_url(base_url: str) -> str:
 LOCAL_ADVICE = "pass --backend local to keep results in the local store and push them later"
 
 
+_PING_MAX_BYTES = 64 * 1024
+
+
+class _PingTimeout(Exception):
+    pass
+
+
+def _ping(url: str, timeout: float) -> tuple[int, bytes]:
+    """GET ``url``: (status, body), all within ``timeout`` seconds in total. The request runs in a
+    daemon thread that the caller waits for at most ``timeout``, so no phase of it (name lookup,
+    connecting, headers or a body trickling in) can hold the caller longer; the thread stops
+    reading at the deadline too. Raises _PingTimeout, or the request's own exception."""
+    deadline = time.monotonic() + timeout
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            with requests.get(url, timeout=timeout, stream=True) as response:
+                body = bytearray()
+                while True:
+                    if time.monotonic() > deadline:
+                        raise _PingTimeout
+                    chunk = response.raw.read1(1024, decode_content=True)   # what has arrived
+                    if not chunk or len(body) > _PING_MAX_BYTES:
+                        break
+                    body.extend(chunk)
+                outcome["answer"] = (response.status_code, bytes(body))
+        except urllib3.exceptions.ReadTimeoutError:
+            outcome["error"] = _PingTimeout()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="opik-metrics-health-check", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if thread.is_alive():
+        raise _PingTimeout
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["answer"]
+
+
 def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "", local_advice: str = LOCAL_ADVICE) -> None:
-    """Raise OpikServerUnavailable unless the Opik API at ``url`` answers its ping within ``timeout``."""
+    """Raise OpikServerUnavailable unless the Opik API at ``url`` answers its ping within ``timeout``
+    seconds in total (a server answering slowly, byte by byte, fails it too)."""
     advice = f"Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), or {local_advice}."
     where = f"Opik server at {url}" + (f" (configured by {why})" if why else "")
     try:
-        response = requests.get(ping_url(url), timeout=timeout)
-    except requests.Timeout:
+        status, body = _ping(ping_url(url), timeout)
+    except (_PingTimeout, requests.Timeout):
         raise OpikServerUnavailable(f"{where} did not answer within {timeout:g} s. {advice}") from None
-    except requests.RequestException as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         reason = type(exc).__name__ + (": connection refused" if "refused" in str(exc).lower() else "")
         raise OpikServerUnavailable(f"{where} is not reachable ({reason}). {advice}") from None
     healthy = False
-    if response.status_code == 200:
+    if status == 200:
         try:
-            healthy = response.json().get("healthy", True) is not False
+            answer = json.loads(body.decode("utf-8"))
+            healthy = not isinstance(answer, dict) or answer.get("healthy", True) is not False
         except ValueError:
             healthy = False
     if not healthy:
-        raise OpikServerUnavailable(f"{where} answered its health check with HTTP {response.status_code} "
+        raise OpikServerUnavailable(f"{where} answered its health check with HTTP {status} "
                                     f"instead of a healthy Opik backend. {advice}")
+
+
+_STATUS_ADVICE = {
+    401: "check the API key and workspace (OPIK_API_KEY, OPIK_WORKSPACE, `opik configure`)",
+    403: "check the API key and workspace (OPIK_API_KEY, OPIK_WORKSPACE, `opik configure`)",
+    404: "the server answers its health check but not this API: check that the URL is the Opik API "
+         "(OPIK_URL_OVERRIDE ends in /api) and that the server's version matches the opik package",
+}
+
+
+def _body_detail(body: Any) -> str:
+    """The server's own short explanation from an error body, on one line ('' when none)."""
+    detail: Any = body
+    if isinstance(body, dict):
+        detail = body.get("errors") or body.get("message") or body.get("error") or ""
+    if isinstance(detail, (list, tuple)):
+        detail = "; ".join(str(d) for d in detail)
+    text = " ".join(str(detail or "").split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def api_failure(exc: BaseException, url: str | None, doing: str, transport: bool = True) -> OpikServerError | None:
+    """The one-line OpikServerError for an error of Opik's REST client (``ApiError``: the server
+    answered with an HTTP error; with ``transport``, also an httpx error: it stopped answering),
+    or None for any other exception. ``doing`` says what was being done ("creating the dataset")."""
+    where = f"Opik server at {url}" if url else "the Opik server"
+    try:
+        from opik.rest_api.core.api_error import ApiError
+    except ImportError:  # pragma: no cover - opik is a dependency
+        return None
+    if isinstance(exc, ApiError):
+        status = exc.status_code
+        try:
+            phrase = HTTPStatus(status).phrase if status is not None else ""
+        except ValueError:
+            phrase = ""
+        advice = _STATUS_ADVICE.get(status) or (
+            "the server failed; see its logs and run the command again" if status and status >= 500 else "")
+        detail = _body_detail(exc.body)
+        return OpikServerError(f"{where} refused {doing}: HTTP {status}{' ' + phrase if phrase else ''}"
+                               + (f" ({detail})" if detail else "") + (f"; {advice}" if advice else ""),
+                               url, status)
+    if transport:
+        try:
+            import httpx
+        except ImportError:  # pragma: no cover - opik depends on httpx
+            return None
+        if isinstance(exc, httpx.HTTPError):
+            reason = " ".join(str(exc).split())
+            return OpikServerError(f"{where} stopped answering while {doing}: {type(exc).__name__}"
+                                   + (f": {reason[:160]}" if reason else ""), url, None)
+    return None
+
+
+@contextlib.contextmanager
+def server_errors(url: str | None, doing: str, transport: bool = True) -> Iterator[None]:
+    """Turn an error of Opik's REST client inside the block into a one-line OpikServerError."""
+    try:
+        yield
+    except Exception as exc:
+        converted = api_failure(exc, url, doing, transport)
+        if converted is None:
+            raise
+        raise converted from None
 
 
 def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_TIMEOUT_S,

@@ -1,6 +1,9 @@
-"""Fetch images by URL robustly: timeouts, retries with backoff on transient errors, a size
-limit, content checks, full PIL decoding, a disk cache keyed by URL (permanent failures cached
-too) and parallel fetches. A failure is a result with its reason, never an exception.
+"""Fetch images by URL robustly: timeouts (a total deadline per URL, enforced while bytes
+trickle in), retries with backoff on transient errors, a size limit, content checks, full PIL
+decoding, a disk cache keyed by URL and parallel fetches. A failure is a result with its reason,
+never an exception. Only failures that are permanent for the content are cached (HTTP 404/410,
+not an image, too large for the limit it was fetched with, with that limit); transient ones
+(DNS, connection errors, timeouts, 5xx) are fetched again next time.
 """
 from __future__ import annotations
 
@@ -8,11 +11,12 @@ import hashlib
 import io
 import json
 import os
+import queue
+import socket
 import tempfile
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,12 +24,17 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 import requests
+import urllib3.exceptions
 from PIL import Image, ImageOps, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 CACHE_ENV = "OPIK_METRICS_IMAGE_CACHE"
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
-_PERMANENT_REASONS = {"host not found", "TLS error", "too many redirects"}  # retrying will not help
+CACHED_STATUS = {404, 410}      # HTTP answers that say the content is gone: cached as failures
+# Not retried within one fetch (retrying at once will not help), but not cached either: a DNS
+# hiccup or a certificate being renewed must not mark a URL dead for every later run.
+_NOT_RETRIED_REASONS = {"host not found", "TLS error", "too many redirects"}
+_CHUNK = 64 * 1024
 USER_AGENT = "opik-metrics-captioning/0.1 (+https://github.com/comet-ml/opik)"
 
 
@@ -64,11 +73,26 @@ class FetchedImage:
 
 
 class _Permanent(Exception):
-    """A failure that retrying cannot fix (HTTP 404, not an image, too large)."""
+    """A failure that retrying now cannot fix (HTTP 404, not an image, too large, host not found).
+
+    ``settings`` is None when the failure must not be cached (it may pass later: DNS, TLS, HTTP
+    403); otherwise the fetch settings it depends on ({} for none): it is cached with them and
+    applies to a later fetch only while each of those settings is not larger.
+    """
+
+    def __init__(self, reason: str, settings: dict[str, int] | None = None) -> None:
+        super().__init__(reason)
+        self.settings = settings
 
 
 class _Transient(Exception):
-    """A failure worth retrying (timeout, connection reset, HTTP 503)."""
+    """A failure worth retrying (timeout, connection reset, HTTP 503); ``retry_after`` seconds
+    from the server; ``final`` when no retry may follow (the total deadline passed)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, final: bool = False) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+        self.final = final
 
 
 def check_url(url: Any) -> str | None:
@@ -129,9 +153,12 @@ def load_image(path: str | Path, max_pixels: int = 89_478_485, upright: bool = T
 class ImageFetcher:
     """Fetches images into a disk cache; ``fetch_many`` runs ``workers`` downloads at once.
 
-    ``timeout`` is (connect, read) seconds per attempt, ``total_timeout`` bounds one download
-    (a server trickling bytes); ``retries`` more attempts follow a
-    transient failure, after ``backoff * 2**attempt`` seconds (or the server's Retry-After, capped).
+    ``timeout`` is (connect, read) seconds per attempt; ``total_timeout`` bounds the whole fetch
+    of one URL, retries and waits included, and holds while a server trickles bytes (the socket
+    never waits past it). ``retries`` more attempts follow a transient failure, after
+    ``backoff * 2**attempt`` seconds (or the server's Retry-After), capped by ``max_backoff``.
+    ``fetch_many`` stops at the first Ctrl-C: its worker threads are daemons and give up their
+    downloads; what is already in the cache stays.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, timeout: float | tuple[float, float] = (5.0, 15.0),
@@ -182,15 +209,39 @@ class ImageFetcher:
         try:
             if data_path.is_file() and meta_path.is_file():
                 meta = json.loads(meta_path.read_text(encoding="utf-8"))
-                return FetchedImage(url, data_path, None, meta.get("content_type"), meta.get("width"),
-                                    meta.get("height"), data_path.stat().st_size, from_cache=True)
+                size = data_path.stat().st_size
+                width, height = meta.get("width"), meta.get("height")
+                # the limits apply to a cached image as to a download
+                if size > self.max_bytes:
+                    return FetchedImage(url, error=f"too large: {size} bytes (limit {self.max_bytes})",
+                                        size_bytes=size, from_cache=True)
+                if isinstance(width, int) and isinstance(height, int) and width * height > self.max_pixels:
+                    return FetchedImage(url, error=f"image too large: {width}x{height} pixels "
+                                                   f"(limit {self.max_pixels})", from_cache=True)
+                return FetchedImage(url, data_path, None, meta.get("content_type"), width, height, size,
+                                    from_cache=True)
             if self.cache_failures and failed_path.is_file():
                 meta = json.loads(failed_path.read_text(encoding="utf-8"))
-                return FetchedImage(url, None, f"{meta['reason']} (cached failure from {meta['at']})",
-                                    from_cache=True)
-        except (OSError, ValueError, KeyError):
+                if self._failure_applies(meta):
+                    return FetchedImage(url, None, f"{meta['reason']} (cached failure from {meta['at']})",
+                                        from_cache=True)
+        except (OSError, ValueError, KeyError, TypeError):
             return None  # unreadable cache entry: fetch again
         return None
+
+    def _failure_applies(self, record: dict) -> bool:
+        """Whether a cached failure holds under the current settings: it names the settings it
+        was seen with, and holds while none of them is larger now (a larger ``max_bytes`` may
+        fetch what a smaller one refused). An entry without settings (the format before them)
+        is of unknown cause: it does not hold, the URL is fetched again."""
+        settings = record.get("settings")
+        if not isinstance(settings, dict):
+            return False
+        for name, limit in settings.items():
+            current = getattr(self, name, None)
+            if not isinstance(limit, (int, float)) or not isinstance(current, (int, float)) or current > limit:
+                return False
+        return True
 
     # ---- download -----------------------------------------------------------------------
 
@@ -201,54 +252,105 @@ class ImageFetcher:
             session.headers["User-Agent"] = USER_AGENT
         return session
 
-    def _download(self, url: str) -> tuple[bytes, str | None]:
+    def _timeouts(self) -> tuple[float, float]:
+        """(connect, read) seconds; None (no limit) as infinity: the total deadline still holds."""
+        pair = tuple(self.timeout) if isinstance(self.timeout, (tuple, list)) else (self.timeout, self.timeout)
+        return tuple(float("inf") if t is None else float(t) for t in pair)  # type: ignore[return-value]
+
+    def _deadline_reason(self) -> str:
+        return f"timed out: no complete answer within the total deadline of {self.total_timeout:g} s"
+
+    def _download(self, url: str, deadline: float) -> tuple[bytes, str | None]:
+        connect, read = self._timeouts()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Transient(self._deadline_reason(), final=True)
         try:
-            response = self._session().get(url, stream=True, timeout=self.timeout)
+            response = self._session().get(url, stream=True, timeout=(min(connect, remaining), min(read, remaining)))
         except (requests.Timeout, requests.ConnectionError) as exc:
+            if time.monotonic() >= deadline:
+                raise _Transient(self._deadline_reason(), final=True) from None
             reason = _describe_request_error(exc)
-            raise (_Permanent if reason in _PERMANENT_REASONS else _Transient)(reason) from None
+            raise (_Permanent if reason in _NOT_RETRIED_REASONS else _Transient)(reason) from None
         except requests.RequestException as exc:
             raise _Permanent(_describe_request_error(exc)) from None
         with response:
             if response.status_code in TRANSIENT_STATUS:
                 raise _Transient(f"HTTP {response.status_code} {response.reason}", _retry_after(response))
             if response.status_code != 200:
-                raise _Permanent(f"HTTP {response.status_code} {response.reason}".strip())
+                raise _Permanent(f"HTTP {response.status_code} {response.reason}".strip(),
+                                 {} if response.status_code in CACHED_STATUS else None)
             content_type = (response.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if content_type and not content_type.startswith("image/") and content_type not in (
                     "application/octet-stream", "binary/octet-stream"):
-                raise _Permanent(f"not an image: the server sent Content-Type {content_type}")
+                raise _Permanent(f"not an image: the server sent Content-Type {content_type}", {})
             declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > self.max_bytes:
-                raise _Permanent(f"too large: {int(declared)} bytes (limit {self.max_bytes})")
-            body = bytearray()
-            deadline = time.monotonic() + self.total_timeout
-            try:
-                for chunk in response.iter_content(chunk_size=64 * 1024):
-                    body.extend(chunk)
-                    if len(body) > self.max_bytes:
-                        raise _Permanent(f"too large: more than {self.max_bytes} bytes")
-                    if time.monotonic() > deadline:
-                        raise _Transient(f"download slower than {self.total_timeout:g} s")
-            except (requests.Timeout, requests.ConnectionError) as exc:
-                raise _Transient(_describe_request_error(exc)) from None
-            except requests.RequestException as exc:
-                raise _Transient(f"download broke off: {exc}") from None
-            return bytes(body), content_type or None
+                raise _Permanent(f"too large: {int(declared)} bytes (limit {self.max_bytes})",
+                                 {"max_bytes": self.max_bytes})
+            return self._read_body(response, deadline, read), content_type or None
 
-    def _attempts(self, url: str) -> tuple[bytes, int]:
-        """The body after up to 1 + retries attempts; the last failure's reason otherwise."""
+    def _read_body(self, response: requests.Response, deadline: float, read_timeout: float) -> bytes:
+        """The body, read as it arrives (``read1``: whatever bytes are there, one socket read at a
+        time) so that the deadline is checked between reads however slowly bytes trickle in, and
+        the socket itself never waits past the deadline."""
+        raw = response.raw
+        sock = _socket_of(raw)
+        before = sock.gettimeout() if sock is not None else None
+        cancel = getattr(self._local, "cancel", None)
+        body = bytearray()
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise _Transient("cancelled", final=True)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Transient(self._deadline_reason(), final=True)
+                if sock is not None:
+                    try:
+                        sock.settimeout(max(0.001, min(read_timeout, remaining)))
+                    except OSError:
+                        sock = None   # closed at the end of the body: the next read returns b""
+                chunk = raw.read1(_CHUNK, decode_content=True)
+                if not chunk:
+                    return bytes(body)
+                body.extend(chunk)
+                if len(body) > self.max_bytes:
+                    raise _Permanent(f"too large: more than {self.max_bytes} bytes", {"max_bytes": self.max_bytes})
+        except (urllib3.exceptions.ReadTimeoutError, socket.timeout):
+            if time.monotonic() >= deadline - 0.005:
+                raise _Transient(self._deadline_reason(), final=True) from None
+            raise _Transient("timed out waiting for the server") from None
+        except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
+            raise _Transient(f"download broke off: {exc}") from None
+        finally:
+            if sock is not None:
+                try:
+                    sock.settimeout(before)   # a connection back in the pool keeps its own timeout
+                except OSError:
+                    pass
+
+    def _attempts(self, url: str, deadline: float) -> tuple[bytes, int]:
+        """The body after up to 1 + retries attempts, all before ``deadline``; the last failure's
+        reason otherwise (``attempts`` on the exception says how many were made)."""
+        cancel = getattr(self._local, "cancel", None)
         for attempt in range(self.retries + 1):
             try:
-                body, _ = self._download(url)
+                body, _ = self._download(url, deadline)
                 return body, attempt + 1
-            except _Transient as exc:
-                if attempt == self.retries:
+            except (_Transient, _Permanent) as exc:
+                exc.attempts = attempt + 1
+                if isinstance(exc, _Permanent):
+                    raise
+                remaining = deadline - time.monotonic()
+                last = attempt == self.retries or exc.final or remaining <= 0 or (cancel is not None and cancel.is_set())
+                if last:
                     tries = f"{attempt + 1} attempt" + ("s" if attempt else "")
-                    raise _Transient(f"{exc.args[0]} (after {tries})") from None
-                retry_after = exc.args[1] if len(exc.args) > 1 and exc.args[1] is not None else None
-                delay = retry_after if retry_after is not None else self.backoff * 2 ** attempt
-                self._sleep(min(delay, self.max_backoff))
+                    final = _Transient(f"{exc.args[0]} (after {tries})", final=True)
+                    final.attempts = attempt + 1
+                    raise final from None
+                delay = exc.retry_after if exc.retry_after is not None else self.backoff * 2 ** attempt
+                self._sleep(max(0.0, min(delay, self.max_backoff, remaining)))
         raise AssertionError("unreachable")
 
     def fetch(self, url: str) -> FetchedImage:
@@ -262,16 +364,22 @@ class ImageFetcher:
         if cached is not None:
             return cached
         attempts = 0
+        deadline = time.monotonic() + self.total_timeout
         try:
-            body, attempts = self._attempts(url)
+            body, attempts = self._attempts(url, deadline)
             image = decode_image(body, self.max_pixels)
         except _Transient as exc:  # not cached: may work next time
-            return FetchedImage(url, error=exc.args[0], attempts=self.retries + 1,
+            return FetchedImage(url, error=exc.args[0], attempts=getattr(exc, "attempts", self.retries + 1),
                                 seconds=time.perf_counter() - start)
-        except (_Permanent, ValueError) as exc:
-            self._remember_failure(url, str(exc.args[0]))
-            return FetchedImage(url, error=str(exc.args[0]), attempts=attempts or 1,
+        except _Permanent as exc:
+            if exc.settings is not None:
+                self._remember_failure(url, str(exc.args[0]), exc.settings)
+            return FetchedImage(url, error=str(exc.args[0]), attempts=getattr(exc, "attempts", 1),
                                 seconds=time.perf_counter() - start)
+        except ValueError as exc:  # the bytes arrived whole but are no usable image
+            reason = str(exc.args[0])
+            self._remember_failure(url, reason, {"max_pixels": self.max_pixels} if "too large" in reason else {})
+            return FetchedImage(url, error=reason, attempts=attempts or 1, seconds=time.perf_counter() - start)
         with Image.open(io.BytesIO(body)) as probe:
             content_type = probe.get_format_mimetype() or "application/octet-stream"
         data_path, meta_path, failed_path = self._paths(url)
@@ -287,32 +395,77 @@ class ImageFetcher:
         return FetchedImage(url, data_path, None, content_type, image.width, image.height, len(body),
                             from_cache=False, attempts=attempts, seconds=time.perf_counter() - start)
 
-    def _remember_failure(self, url: str, reason: str) -> None:
+    def _remember_failure(self, url: str, reason: str, settings: dict[str, int]) -> None:
+        """Cache a failure that is permanent for the content, with the ``settings`` it depends on."""
         if not self.cache_failures:
             return
         _, _, failed_path = self._paths(url)
-        record = {"url": url, "reason": reason, "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        record = {"url": url, "reason": reason, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "settings": settings}
         try:
             self._write_atomic(failed_path, json.dumps(record).encode("utf-8"))
         except OSError:
             pass  # the failure is still reported; only the cache entry is lost
 
     def fetch_many(self, urls: Sequence[str], progress: bool = True) -> list[FetchedImage]:
-        """Every URL (each distinct one fetched once), in order; ``workers`` at a time."""
+        """Every URL (each distinct one fetched once), in order; ``workers`` at a time.
+
+        The workers are daemon threads: Ctrl-C (KeyboardInterrupt) propagates at once, they take
+        no new URL and give up the download in hand, and they never keep the process alive.
+        """
         distinct = list(dict.fromkeys(str(u) for u in urls))
         results: dict[str, FetchedImage] = {}
-        with ThreadPoolExecutor(max_workers=min(self.workers, max(1, len(distinct)))) as pool, \
-                tqdm(total=len(distinct), desc="fetching images", unit="image", disable=not progress,
-                     leave=False) as bar:
-            for url, result in zip(distinct, pool.map(self.fetch, distinct)):
-                results[url] = result
-                bar.update(1)
+        if not distinct:
+            return []
+        todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+        for url in distinct:
+            todo.put(url)
+        done: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        cancel = threading.Event()
+
+        def work() -> None:
+            self._local.cancel = cancel
+            while not cancel.is_set():
+                try:
+                    url = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((url, self.fetch(url)))
+                except BaseException as exc:  # a bug, not a fetch failure: raised in the caller
+                    done.put((url, exc))
+
+        for k in range(min(self.workers, len(distinct))):
+            threading.Thread(target=work, name=f"opik-metrics-fetch-{k}", daemon=True).start()
+        try:
+            with tqdm(total=len(distinct), desc="fetching images", unit="image", disable=not progress,
+                      leave=False) as bar:
+                while len(results) < len(distinct):
+                    try:
+                        url, outcome = done.get(timeout=0.2)   # a short wait keeps Ctrl-C prompt
+                    except queue.Empty:
+                        continue
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                    results[url] = outcome
+                    bar.update(1)
+        finally:
+            cancel.set()
         return [results[str(u)] for u in urls]
 
 
 def _retry_after(response: requests.Response) -> float | None:
     value = response.headers.get("Retry-After", "")
     return float(value) if value.strip().isdigit() else None
+
+
+def _socket_of(raw: Any) -> socket.socket | None:
+    """The socket under a streamed urllib3 response (http.client's socket file), or None."""
+    try:
+        sock = raw._fp.fp.raw._sock
+    except AttributeError:
+        sock = getattr(getattr(raw, "connection", None), "sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 def _describe_request_error(exc: requests.RequestException) -> str:
@@ -322,6 +475,8 @@ def _describe_request_error(exc: requests.RequestException) -> str:
         return "timed out waiting for the server"
     if isinstance(exc, requests.TooManyRedirects):
         return "too many redirects"
+    if isinstance(exc, requests.ConnectionError) and ("timed out" in str(exc).lower() or "timeout" in str(exc).lower()):
+        return "timed out waiting for the server"      # a read or TLS handshake timeout, wrapped
     if isinstance(exc, requests.exceptions.SSLError):
         return "TLS error"
     if isinstance(exc, requests.ConnectionError):

@@ -76,6 +76,30 @@ def _is_header(row: CaptionRow) -> bool:
     return row.row == 1 and first in _HEADER_NAMES and row.image_url.lower().strip() in _HEADER_NAMES
 
 
+class _ChunkReader(io.RawIOBase):
+    """A readable binary stream over an iterator of byte chunks (an HTTP body being streamed):
+    it reports the end of the data as an empty read, and stays open until closed itself."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        super().__init__()
+        self._chunks = iter(chunks)
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = memoryview(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
 def _tsv_lines(source: str, timeout: float) -> Iterator[bytes]:
     """The raw lines of a local or remote TSV (``.gz`` decompressed), read as a stream."""
     if _looks_like_url(source):
@@ -85,12 +109,14 @@ def _tsv_lines(source: str, timeout: float) -> Iterator[bytes]:
         except requests.RequestException as exc:
             raise DatasetSourceError(f"cannot download the TSV {source}: {exc}") from None
         with response:
-            response.raw.decode_content = True
+            # Not over ``response.raw``: urllib3 closes it at the end of the body, and a reader
+            # over it then fails ("readline of closed file") once the whole file was read.
+            raw = _ChunkReader(response.iter_content(chunk_size=64 * 1024))
             gzipped = source.lower().split("?")[0].endswith(".gz")
-            stream: Any = gzip.GzipFile(fileobj=response.raw) if gzipped else io.BufferedReader(response.raw)
+            stream: Any = gzip.GzipFile(fileobj=raw) if gzipped else io.BufferedReader(raw)
             try:
                 yield from stream
-            except (requests.RequestException, OSError) as exc:
+            except (requests.RequestException, OSError, EOFError) as exc:
                 raise DatasetSourceError(f"the download of {source} broke off: {exc}") from None
         return
     path = Path(source).expanduser()
