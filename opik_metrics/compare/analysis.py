@@ -1,6 +1,11 @@
 """Compare experiments item by item: per-metric means (and corpus scores) with seeded bootstrap
 confidence intervals, paired bootstrap significance on shared items, wins/ties/losses, the items
 that differ most, and failed items. The result is a plain JSON-able dict (schema below).
+
+It claims no more than the items allow: a verdict (significant or not) needs ``min_items`` paired
+items (below that the p-value is shown for information and the verdict is "n/a", as it is when no
+item can be paired); scores that are not finite (an infinite perplexity, NaN) are counted per
+experiment and score, left out of means and tests, and said so in the notes.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ from opik_metrics.core.numbers import is_number
 
 SCHEMA = "opik-metrics/compare/1"
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
+DEFAULT_MIN_ITEMS = 5
+VERDICT_SIGNIFICANT, VERDICT_NOT_SIGNIFICANT, VERDICT_NONE = "significant", "not significant", "n/a"
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class CompareSettings:
     tie_tolerance: float = 1e-9
     metrics: tuple[str, ...] | None = None   # None: every score but precision/recall parts
     all_scores: bool = False                 # also the precision/recall parts
+    min_items: int = DEFAULT_MIN_ITEMS       # paired items a verdict needs (fewer: p-value shown, verdict n/a)
 
     @property
     def alpha(self) -> float:
@@ -46,6 +54,8 @@ class CompareSettings:
             raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
         if not isinstance(self.top_k, int) or self.top_k < 0:
             raise ValueError(f"top_k: expected a non-negative integer, got {self.top_k!r}")
+        if isinstance(self.min_items, bool) or not isinstance(self.min_items, int) or self.min_items < 1:
+            raise ValueError(f"min_items: expected a positive integer, got {self.min_items!r}")
 
 
 def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFacts:
@@ -72,14 +82,14 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
     metrics = _select_metrics(experiments, settings)
     scores = {m["name"]: _metric_scores(m, experiments, settings) for m in metrics}
     pairs = [_pair(a, b, metrics, settings) for a, b in combinations(experiments, 2)]
-    tests = sum(1 for p in pairs for entry in p["metrics"].values() if entry["p_value"] is not None)
+    tests = sum(1 for p in pairs for entry in p["metrics"].values() if entry["significant"] is not None)
     return {
         "schema": SCHEMA,
         "created_at": created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "source": source or experiments[0].source,
         "settings": {"resamples": settings.resamples, "seed": settings.seed, "confidence": settings.confidence,
                      "alpha": settings.alpha, "tie_tolerance": settings.tie_tolerance, "top_k": settings.top_k,
-                     "test": TEST_NAME},
+                     "min_items": settings.min_items, "test": TEST_NAME},
         "versions": {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
                     | {"opik-metrics": ours()},
         "experiments": [_experiment_entry(e) for e in experiments],
@@ -87,7 +97,7 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
         "scores": scores,
         "pairs": pairs,
         "failed_items": {e.name: [_failed_entry(item) for item in e.failed_items] for e in experiments},
-        "notes": _notes(experiments, metrics, scores, tests, settings),
+        "notes": _notes(experiments, metrics, scores, pairs, tests, settings),
     }
 
 
@@ -189,17 +199,42 @@ def _has(metric: dict, item: ItemRecord, experiment: ExperimentRecords) -> bool:
     return corpus is not None and _stats_row(corpus, item) is not None
 
 
+def _source(metric: dict, experiment: ExperimentRecords) -> str:
+    """The item score a metric reads: its own name, or the score carrying a corpus score's statistics."""
+    if metric["kind"] == "corpus":
+        corpus = experiment.corpus(metric["name"])
+        if corpus is not None:
+            return corpus.carrier
+    return metric["name"]
+
+
+def _non_finite(item: ItemRecord, metric: dict, experiment: ExperimentRecords) -> str | None:
+    """"inf", "-inf" or "nan" when the item has an output but its score for ``metric`` is not finite."""
+    return None if item.failed else item.non_finite.get(_source(metric, experiment))
+
+
+def _kinds(values: Sequence[str]) -> dict[str, int]:
+    """How many of each non-finite kind, in a fixed order."""
+    return {kind: values.count(kind) for kind in ("inf", "-inf", "nan") if values.count(kind)}
+
+
+def _kinds_text(kinds: dict[str, int]) -> str:
+    return ", ".join(f"{count} {'NaN' if kind == 'nan' else kind}" for kind, count in kinds.items())
+
+
 def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> dict:
     out = {}
     for e in experiments:
         items = [item for item in e.items if _has(metric, item, e)]
+        odd = [kind for kind in (_non_finite(item, metric, e) for item in e.items) if kind]
         if not items:
             continue
         stat = _statistic(metric, e, items)
         interval = bootstrap_interval(stat, resample_indices(len(items), settings.resamples, settings.seed),
                                       settings.confidence)
         entry = {"value": stat.value, "low": interval.low, "high": interval.high, "n": len(items),
-                 "failed": len(e.items) - len(items) + e.failed_elsewhere,
+                 "failed": len(e.items) - len(items) - len(odd) + e.failed_elsewhere,
+                 "non_finite": len(odd), "non_finite_kinds": _kinds(odd),
                  "values": [item.scores[metric["name"]] for item in items] if metric["kind"] == "mean" else []}
         if metric["kind"] == "corpus":
             entry["recorded"] = e.experiment_scores.get(metric["name"])
@@ -223,22 +258,42 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
 def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRecords,
                  shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> dict:
     both = [(a, b) for a, b in shared if _has(metric, a, baseline) and _has(metric, b, system)]
+    odd = {"baseline": _kinds([k for k in (_non_finite(a, metric, baseline) for a, _ in shared) if k]),
+           "system": _kinds([k for k in (_non_finite(b, metric, system) for _, b in shared) if k])}
+    left_out = sum(1 for a, b in shared if _non_finite(a, metric, baseline) or _non_finite(b, metric, system))
+    notes = []
+    if left_out:
+        sides = "; ".join(f"{e.name}: {_kinds_text(odd[side])}" for side, e in (("baseline", baseline),
+                                                                              ("system", system)) if odd[side])
+        notes.append(f"{left_out} of {len(shared)} shared items left out: {metric['name']} is not finite there "
+                     f"({sides})")
     empty = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
-             "p_value": None, "significant": False, "better": None, "n": 0, "wins": None, "ties": None,
-             "losses": None, "differences": [], "largest_differences": []}
+             "p_value": None, "significant": None, "verdict": VERDICT_NONE, "better": None, "n": 0,
+             "non_finite": {side: sum(kinds.values()) for side, kinds in odd.items()},
+             "non_finite_kinds": odd, "wins": None, "ties": None, "losses": None, "differences": [],
+             "largest_differences": []}
     if not both:
-        return {**empty, "note": "no shared item has this score in both experiments"}
+        notes.insert(0, "no shared item has this score in both experiments: nothing to compare")
+        return {**empty, "note": "; ".join(notes)}
     idx = resample_indices(len(both), settings.resamples, settings.seed)
     result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both]),
                               _statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
-    significant = result.p_value < settings.alpha
     higher = metric["higher_is_better"]
+    significant: bool | None = result.p_value < settings.alpha
+    verdict = VERDICT_SIGNIFICANT if significant else VERDICT_NOT_SIGNIFICANT
+    if len(both) < settings.min_items:
+        significant, verdict = None, VERDICT_NONE
+        notes.insert(0, f"only {len(both)} paired item{'s' if len(both) != 1 else ''}: a verdict needs at least "
+                        f"{settings.min_items}; the p-value is shown for information only")
+    if result.note:
+        notes.insert(0, result.note)
     better = None
     if significant:
         better = system.name if (result.delta > 0) == higher else baseline.name
     entry = {**empty, "baseline": result.baseline, "system": result.system, "delta": result.delta,
              "delta_low": result.delta_low, "delta_high": result.delta_high, "p_value": result.p_value,
-             "significant": significant, "better": better, "n": len(both), "note": result.note}
+             "significant": significant, "verdict": verdict, "better": better, "n": len(both),
+             "note": "; ".join(notes) or None}
     if metric["kind"] == "mean":
         name = metric["name"]
         a_values = [a.scores[name] for a, _ in both]
@@ -289,9 +344,29 @@ def _failed_entry(item: ItemRecord) -> dict:
             "input": input_text(item.input)}
 
 
-def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], scores: dict, tests: int,
-           settings: CompareSettings) -> list[str]:
+def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], scores: dict, pairs: Sequence[dict],
+           tests: int, settings: CompareSettings) -> list[str]:
     notes = []
+    entries = [(p, m, p["metrics"][m["name"]]) for p in pairs for m in metrics]
+    few = [(p, m, e) for p, m, e in entries if 0 < e["n"] < settings.min_items]
+    if few:
+        shown = ", ".join(f"{m['name']} ({p['system']} vs {p['baseline']}: {e['n']})" for p, m, e in few[:6])
+        notes.append(f"a verdict (significant or not) needs at least {settings.min_items} paired items; below that "
+                     f"the verdict is n/a and the p-value is for information only: {shown}"
+                     + (f" and {len(few) - 6} more" if len(few) > 6 else ""))
+    empty = [(p, m) for p, m, e in entries if e["n"] == 0]
+    if empty:
+        shown = ", ".join(f"{m['name']} ({p['system']} vs {p['baseline']})" for p, m in empty[:6])
+        notes.append(f"nothing to compare (no shared item has the score in both experiments), verdict n/a: {shown}"
+                     + (f" and {len(empty) - 6} more" if len(empty) > 6 else ""))
+    for m in metrics:
+        for e in experiments:
+            odd = [k for k in (_non_finite(item, m, e) for item in e.items) if k]
+            if odd:
+                with_output = sum(1 for item in e.items if not item.failed)
+                notes.append(f"{e.name}: {m['name']} is not finite for {len(odd)} of {with_output} items with an "
+                             f"output ({_kinds_text(_kinds(odd))}); they are left out of its value, interval and "
+                             "paired tests")
     if tests > 1:
         notes.append(f"p-values are not corrected for multiple comparisons: this report makes {tests} tests; "
                      f"with a Bonferroni correction a difference is significant at p < {settings.alpha / tests:.2g}")

@@ -59,6 +59,7 @@ table.wide { width: 100%; }
 .badge.better { background: var(--good-bg); color: var(--good); border: 1px solid var(--good); }
 .badge.worse { background: var(--bad-bg); color: var(--bad); border: 1px solid var(--bad); }
 .badge.not { background: var(--neutral-bg); color: var(--muted); border: 1px solid var(--line); font-weight: 600; }
+.badge.na { background: #fff; color: var(--muted); border: 1px dashed var(--line); font-weight: 600; }
 .delta.better { color: var(--good); font-weight: 600; }
 .delta.worse { color: var(--bad); font-weight: 600; }
 .missing { color: var(--muted); font-style: italic; }
@@ -159,7 +160,10 @@ def _verdict(delta: Any, metric: dict) -> str | None:
 
 
 def _significance(entry: dict, metric: dict) -> str:
-    """A clearly marked badge: significant (better / worse) or not significant; "—" without a test."""
+    """A clearly marked badge: significant (better / worse), not significant, or n/a (too few paired
+    items for a verdict, or nothing to compare; the note says which); "—" without a test."""
+    if entry.get("verdict") == "n/a":
+        return f'<span class="badge na" title="{esc(entry.get("note"))}">n/a</span>'
     significant = entry.get("significant")
     if significant is None or not is_number(entry.get("p_value")):
         return _DASH
@@ -193,6 +197,8 @@ def _settings_line(comparison: dict) -> str:
              f"{esc(_confidence(comparison)) or _DASH} confidence", f"alpha {_plain(settings.get('alpha'))}",
              f"ties within {_plain(settings.get('tie_tolerance'))}",
              f"top {_plain(settings.get('top_k'))} differences shown"]
+    if settings.get("min_items") is not None:
+        parts.append(f"a verdict needs {_plain(settings.get('min_items'))} paired items")
     return " · ".join(parts)
 
 
@@ -225,22 +231,35 @@ def _experiments_section(comparison: dict) -> str:
     return f'<section id="experiments"><h2>Experiments</h2>{table}</section>'
 
 
+def _non_finite_cell(count: Any, kinds: Any) -> str:
+    """How many scores were not finite (left out), with their kinds: "15 (15 inf)"; "—" when not counted."""
+    if not is_number(count):
+        return _DASH
+    if not count or not isinstance(kinds, dict) or not kinds:
+        return fmt_num(count)
+    detail = ", ".join(f"{fmt_num(v)} {'NaN' if k == 'nan' else esc(k)}" for k, v in kinds.items())
+    return f"{fmt_num(count)} ({detail})"
+
+
 def _scores_table(comparison: dict, metric: dict) -> str:
-    """Value and interval of each experiment for one metric ("not computed" where it is missing)."""
+    """Value and interval of each experiment for one metric ("not computed" where it is missing),
+    with the items whose score failed or was not finite (inf, NaN), which the value leaves out."""
     per_experiment = (comparison.get("scores") or {}).get(metric.get("name")) or {}
-    classes = ["", "num", "num", "num", "num"]
+    classes = ["", "num", "num", "num", "num", "num"]
     rows = []
     for experiment in comparison.get("experiments") or []:
         name = experiment.get("name")
         entry = per_experiment.get(name)
         if entry is None:
-            cells = [f"<b>{esc(name)}</b>", '<span class="missing">not computed</span>', _DASH, _DASH, _DASH]
+            cells = [f"<b>{esc(name)}</b>", '<span class="missing">not computed</span>', _DASH, _DASH, _DASH, _DASH]
         else:
             cells = [f"<b>{esc(name)}</b>", fmt_num(entry.get("value")),
                      fmt_interval(entry.get("low"), entry.get("high")),
-                     fmt_num(entry.get("n")), fmt_num(entry.get("failed"))]
+                     fmt_num(entry.get("n")), fmt_num(entry.get("failed")),
+                     _non_finite_cell(entry.get("non_finite"), entry.get("non_finite_kinds"))]
         rows.append(_cells(cells, classes))
-    headers = ["Experiment", "Value", f"{_confidence(comparison)} CI [low, high]".strip(), "n", "Failed"]
+    headers = ["Experiment", "Value", f"{_confidence(comparison)} CI [low, high]".strip(), "n", "Failed",
+               "Not finite (left out)"]
     return _table(headers, rows, classes)
 
 
@@ -248,21 +267,21 @@ def _pair_cells(pair: dict, entry: dict | None, metric: dict) -> list[str]:
     """One pair's cells for one metric: values, delta with its interval, p-value, verdict, W/T/L, note."""
     label = f"{esc(pair.get('system'))} <span class=\"missing\">vs</span> {esc(pair.get('baseline'))}"
     if entry is None:
-        return [label] + [_DASH] * 7 + ["not compared"]
+        return [label] + [_DASH] * 8 + ["not compared"]
     return [label, fmt_num(entry.get("baseline")), fmt_num(entry.get("system")), _delta_html(entry, metric),
             fmt_interval(entry.get("delta_low"), entry.get("delta_high"), signed=True),
-            html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric), _wtl(entry),
-            esc(entry.get("note"))]
+            html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric), fmt_num(entry.get("n")),
+            _wtl(entry), esc(entry.get("note"))]
 
 
 def _pairs_table(comparison: dict, metric: dict) -> str:
     """Delta, interval, p-value, significance and wins/ties/losses of each pair for one metric."""
-    classes = ["pair", "num", "num", "num", "num", "num", "", "num", "note"]
+    classes = ["pair", "num", "num", "num", "num", "num", "", "num", "num", "note"]
     rows = [_cells(_pair_cells(pair, (pair.get("metrics") or {}).get(metric.get("name")), metric), classes)
             for pair in comparison.get("pairs") or []]
     headers = ["System vs baseline", "Baseline", "System", "Delta",
                f"{_confidence(comparison)} CI of delta".strip(), "p-value", "Significance",
-               "Wins / ties / losses", "Note"]
+               "Paired items", "Wins / ties / losses", "Note"]
     return _table(headers, rows, classes, wide=True)
 
 
@@ -281,8 +300,9 @@ def _metric_block(comparison: dict, metric: dict, anchor: str) -> str:
 
 def _summary_section(comparison: dict, anchors: dict[str, str]) -> str:
     blocks = "".join(_metric_block(comparison, m, anchors[m.get("name")]) for m in _metrics(comparison))
-    intro = ("<p>Delta is system minus baseline on the items both scored; wins / ties / losses count items where "
-             "the system is better / equal / worse, in the metric's direction.</p>")
+    intro = ("<p>Delta is system minus baseline on the items both scored with a finite value (paired items); "
+             "wins / ties / losses count items where the system is better / equal / worse, in the metric's "
+             "direction. Significance is n/a where too few items pair up for a verdict, or none do.</p>")
     return f'<section id="summary"><h2>Summary</h2>{intro}{blocks or "<p>No metrics.</p>"}</section>'
 
 

@@ -23,6 +23,7 @@ class ItemRecord:
     reason: str | None = None
     scores: dict[str, float] = field(default_factory=dict)        # successful, finite scores only
     score_failures: dict[str, str] = field(default_factory=dict)  # score name -> why it has no value
+    non_finite: dict[str, str] = field(default_factory=dict)      # score name -> "inf", "-inf" or "nan"
     metadata: dict[str, dict] = field(default_factory=dict)       # score name -> its metadata
 
     def text(self) -> str:
@@ -81,6 +82,7 @@ class ExperimentRecords:
         for item in self.items:
             names.update(dict.fromkeys(item.scores))
             names.update(dict.fromkeys(item.score_failures))
+            names.update(dict.fromkeys(item.non_finite))
         return list(names)
 
     def model(self) -> str:

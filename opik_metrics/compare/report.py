@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,16 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def to_json(comparison: dict) -> str:
-    """The comparison as indented JSON (non-ASCII kept), after checking that every number is finite."""
+    """The comparison as indented JSON (non-ASCII kept), after checking that every number is finite;
+    a lone surrogate (an output cut in the middle of an emoji) is written as its ``\\uXXXX`` escape,
+    so that the file is UTF-8 and reads back the same."""
     check_finite(comparison)
-    return json.dumps(comparison, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
+    text = json.dumps(comparison, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _prepare_dir(out_dir: Path) -> None:
@@ -85,5 +92,5 @@ def write_report(comparison: dict, out_dir: str | Path) -> ReportFiles:
     json_path.write_text(text, encoding="utf-8")
     plots = write_plots(comparison, out_dir / PLOTS_DIR)
     html_path = out_dir / HTML_NAME
-    html_path.write_text(render_html(comparison, plots), encoding="utf-8")
+    html_path.write_text(render_html(comparison, plots), encoding="utf-8", errors="backslashreplace")
     return ReportFiles(html=html_path, json=json_path, plots=[out_dir / p.path for p in plots])

@@ -3,12 +3,20 @@ server; both give the same ExperimentRecords, so the report is the same either w
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+
+
+def non_finite_kind(value: Any) -> str:
+    """"inf", "-inf" or "nan" (NaN, or no number at all) for a value that is not a finite number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return "nan"
 
 
 def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
@@ -28,10 +36,12 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
         for score in stored.scores.values():
             score_metrics[score.name] = score.metric
             record.metadata[score.name] = score.metadata or {}
-            if not score.failed and is_number(score.value):
-                record.scores[score.name] = float(score.value)
-            else:
+            if score.failed:
                 record.score_failures[score.name] = score.reason or "scoring failed with no reason given"
+            elif is_number(score.value):
+                record.scores[score.name] = float(score.value)
+            else:                   # the metric gave inf or NaN: counted and noted, not averaged
+                record.non_finite[score.name] = score.non_finite or non_finite_kind(score.value)
         items.append(record)
     corpus_meta = {s.name: s.metadata or {} for s in store.experiment_score_rows(info.id)}
     return ExperimentRecords(name=info.name, source=f"local store {store.path}", dataset=info.dataset,
@@ -87,6 +97,8 @@ def _opik_item(key: str, position: int, item_input: dict, content: Any) -> ItemR
         value = score.get("value")
         if is_number(value):
             record.scores[score["name"]] = float(value)
+        elif isinstance(value, float):
+            record.non_finite[score["name"]] = non_finite_kind(value)
         else:
             record.score_failures[score["name"]] = score.get("reason") or f"score value {value!r} is not a number"
     return record

@@ -83,7 +83,12 @@ def summarize(store: ExperimentStore, name: str) -> ExperimentSummary:
 def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
               config: dict, scorers: Sequence[ExperimentScorer], store: ExperimentStore, chunk_size: int = 16,
               progress: bool = True, retry_failed: bool = False, overwrite: bool = False) -> ExperimentSummary:
-    """Run (or resume) experiment ``name`` over ``items`` into ``store``; see ``run_experiment``."""
+    """Run (or resume) experiment ``name`` over ``items`` into ``store``; see ``run_experiment``.
+
+    The run holds the experiment's lease in the store from ``begin`` to ``finish``: another process
+    running the same experiment meanwhile gets ``ExperimentLocked`` (or waits: ``store.lock_wait``)
+    instead of redoing every item beside this one.
+    """
     started = time.perf_counter()
     exp_id, _ = store.begin(name, dataset_name, config, list(zip(item_keys(items), items)), overwrite)
     todo = store.items(exp_id, ["pending", "output", *(["failed"] if retry_failed else [])])
@@ -104,7 +109,8 @@ def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[An
         status = "finished"
     finally:
         bar.close()
-        store.finish(exp_id, status, time.perf_counter() - started)
+        if store.holds(exp_id):     # a run whose lease was taken over writes nothing more
+            store.finish(exp_id, status, time.perf_counter() - started)
     summary = summarize(store, name)
     summary.resumed_items = total - len(todo)
     return summary

@@ -2,21 +2,44 @@
 experiments and their config, dataset items, task outputs, every score (failed ones with their
 reason), span records and timings. Each item is committed as it finishes, so an interrupted run
 loses nothing already scored and a re-run resumes.
+
+One process at a time runs an experiment: ``begin`` takes a lease on it (a row naming the holder's
+pid and host, renewed by a heartbeat and on every save, expiring when not renewed) in the same
+transaction that creates or resumes it; a second writer stops at once with ``ExperimentLocked``
+naming the holder, or waits for it (``lock_wait``). The lease of a process that died (same host,
+pid gone) or that stopped renewing it (``lease_seconds``) is taken over, so a killed run resumes.
+
+Reading commands (``create=False``) open the file read-only (``mode=ro``, no schema change, no
+write; ``immutable`` on read-only storage); a write asked of such a store reopens it for writing.
+A damaged file (``StoreDamaged``) and another application's SQLite file (``NotAStore``) are named
+as such and never written to.
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
+import re
+import socket
 import sqlite3
+import threading
+import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from opik_metrics.core.numbers import is_number
 
 STORE_ENV = "OPIK_METRICS_STORE"
+LOCK_WAIT_ENV = "OPIK_METRICS_LOCK_WAIT"   # seconds a run waits for another run of the same experiment
 SCHEMA_VERSION = 1
+APPLICATION = "opik-metrics"
+META_TABLE = "opik_metrics_store"
+LEASE_SECONDS = 60.0                        # a lease not renewed for this long is free
+BUSY_SECONDS = 30.0                         # how long one statement waits for another writer's commit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
@@ -76,7 +99,22 @@ CREATE TABLE IF NOT EXISTS experiment_scores (
     metadata      TEXT,
     PRIMARY KEY (experiment_id, name)
 );
+CREATE TABLE IF NOT EXISTS experiment_leases (
+    experiment  TEXT PRIMARY KEY,           -- the experiment name (a lease outlives --overwrite)
+    token       TEXT NOT NULL,              -- the holding ExperimentStore
+    pid         INTEGER NOT NULL,
+    host        TEXT NOT NULL,
+    machine     TEXT NOT NULL,              -- host, boot and pid namespace: where the pid can be checked
+    acquired_at TEXT NOT NULL,
+    renewed_at  REAL NOT NULL,              -- unix time of the last heartbeat
+    expires_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS opik_metrics_store (
+    key         TEXT PRIMARY KEY,           -- application, schema_version, created_at
+    value       TEXT NOT NULL
+);
 """
+_CORE_TABLES = ("datasets", "dataset_items", "experiments", "experiment_items", "scores", "experiment_scores")
 
 
 class StoreError(RuntimeError):
@@ -89,6 +127,18 @@ class ExperimentNotFound(StoreError):
 
 class StoreNotFound(StoreError):
     """No store file where one was expected (reading commands do not create one)."""
+
+
+class StoreDamaged(StoreError):
+    """The store file is damaged (or not an SQLite file at all); it is not written to."""
+
+
+class NotAStore(StoreError):
+    """An SQLite file of another application (or of another schema); it is not written to."""
+
+
+class ExperimentLocked(StoreError):
+    """Another process is running the experiment (or took it over from this one)."""
 
 
 def default_store_path() -> Path:
@@ -104,8 +154,21 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    """JSON text that SQLite can store: non-ASCII kept, lone surrogates (a reply cut in the middle
+    of an emoji: "\\ud83d") written as ``\\uXXXX`` escapes, so that they read back unchanged."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _text(value: str | None) -> str | None:
+    """Free text (names, reasons) that SQLite can store: a lone surrogate becomes a visible ``\\udXXX``."""
+    if value is None or not isinstance(value, str) or not _LONE_SURROGATE.search(value):
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _loads(text: str | None) -> Any:
@@ -114,6 +177,27 @@ def _loads(text: str | None) -> Any:
 
 def _finite(value: Any) -> float | None:
     return float(value) if is_number(value) else None
+
+
+def _stored_value(value: Any) -> float | None:
+    """A score's value column: finite numbers and infinities (SQLite keeps them); NaN and anything
+    that is not a number become NULL, read back as ``non_finite="nan"``."""
+    if is_number(value):
+        return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isinf(value):
+        return float(value)
+    return None
+
+
+def _read_value(value: Any, failed: bool) -> tuple[float | None, str | None]:
+    """(value, non_finite) of a stored score: infinities and NULLs of unfailed scores are not values."""
+    if failed:
+        return None, None
+    if value is None:
+        return None, "nan"
+    if isinstance(value, float) and math.isinf(value):
+        return None, "inf" if value > 0 else "-inf"
+    return value, None
 
 
 def config_identity(config: dict) -> str:
@@ -131,6 +215,7 @@ class StoredScore:
     failed: bool
     reason: str | None
     metadata: dict
+    non_finite: str | None = None    # "inf", "-inf" or "nan": the metric gave no finite number (value None)
 
 
 @dataclass
@@ -180,37 +265,306 @@ class ExperimentInfo:
                 "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset}
 
 
+# ---- the lease holder's identity -------------------------------------------------------------
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _machine() -> str:
+    """Where a pid means the same process: host name, boot id and pid namespace."""
+    namespace = ""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pass
+    return f"{socket.gethostname()}|{_read('/proc/sys/kernel/random/boot_id')}|{namespace}"
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` (on this machine) is running; a zombie is not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    stat = _read(f"/proc/{pid}/stat")
+    return not (stat and stat.rpartition(")")[2].split()[:1] == ["Z"])
+
+
+_HOST = socket.gethostname()
+_MACHINE = _machine()
+
+
+class _Heartbeat(threading.Thread):
+    """Renews one lease every quarter of its length, on a connection of its own."""
+
+    def __init__(self, path: Path, name: str, token: str, seconds: float) -> None:
+        super().__init__(daemon=True, name=f"opik-metrics-lease:{name}")
+        self.path, self.experiment, self.token, self.seconds = path, name, token, seconds
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, timeout=max(1.0, self.seconds / 2), check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            while not self._stopping.wait(max(0.05, self.seconds / 4)):
+                try:
+                    with db:
+                        now = time.time()
+                        cur = db.execute("UPDATE experiment_leases SET renewed_at = ?, expires_at = ? "
+                                         "WHERE experiment = ? AND token = ?",
+                                         (now, now + self.seconds, self.experiment, self.token))
+                    if cur.rowcount == 0:
+                        return      # taken over: the next save of the run says so
+                except sqlite3.Error:
+                    continue        # busy: the next beat tries again
+        finally:
+            db.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.is_alive() and self is not threading.current_thread():
+            self.join(timeout=BUSY_SECONDS)
+
+
+_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_SEQUENCE",
+                 "SQLITE_CORRUPT_VTAB"}
+_DAMAGE_WORDS = ("file is not a database", "malformed", "corrupt")
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    return code in _DAMAGE_CODES or any(word in str(exc).lower() for word in _DAMAGE_WORDS)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _guarded(method: _F) -> _F:
+    """SQLite errors of a store method as StoreErrors that say what happened to which file."""
+
+    @functools.wraps(method)
+    def wrapper(self: "ExperimentStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise self._store_error(exc) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=1)
+def _expected_columns() -> dict[str, frozenset[str]]:
+    """Each table of our schema with its columns (read from the schema itself)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(_SCHEMA)
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: frozenset(r[1] for r in db.execute(f'PRAGMA table_info("{t}")')) for t in tables}
+    finally:
+        db.close()
+
+
 class ExperimentStore:
     """A SQLite experiment store (``path``, or the default path); use as a context manager.
 
-    ``create=False`` refuses to make a new file (for commands that only read).
+    ``create=False`` refuses to make a new file and opens the file read-only (for commands that only
+    read; a write asked of it reopens it for writing). ``lock_wait``: seconds ``begin`` waits while
+    another process runs the same experiment (default ``$OPIK_METRICS_LOCK_WAIT``, else 0: stop at
+    once). ``lease_seconds``: how long a lease lasts without being renewed.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, create: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, create: bool = True, *,
+                 lock_wait: float | None = None, lease_seconds: float = LEASE_SECONDS) -> None:
         self.path = Path(path).expanduser() if path else default_store_path()
+        self.lock_wait = _lock_wait(lock_wait)
+        if not (isinstance(lease_seconds, (int, float)) and math.isfinite(lease_seconds) and lease_seconds > 0):
+            raise ValueError(f"lease_seconds: expected a positive number, got {lease_seconds!r}")
+        self.lease_seconds = float(lease_seconds)
+        self._token = uuid.uuid4().hex
+        self._held: dict[int, str] = {}               # experiment id -> name, leases this store holds
+        self._heartbeats: dict[str, _Heartbeat] = {}
+        self._damage: str | None = None               # why the file is damaged, once seen
+        self._empty = False                           # read-only view of a file with no tables yet
+        self._db: sqlite3.Connection | None = None
         if not create and not self.path.is_file():
             raise StoreNotFound(f"no experiment store at {self.path} (pass --store PATH, or set {STORE_ENV})")
+        self.readonly = not create
+        if self.readonly:
+            self._open_readonly()
+        else:
+            self._open_writable()
+
+    # ---- opening -------------------------------------------------------------------------
+
+    def _open_readonly(self) -> None:
+        """Open without writing anything: ``mode=ro``; ``immutable`` where SQLite cannot even create
+        its shared-memory file next to the store (read-only storage)."""
+        uri = self.path.resolve().as_uri()
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            db = None
+            try:
+                db = sqlite3.connect(uri + query, uri=True, timeout=BUSY_SECONDS)
+                db.row_factory = sqlite3.Row
+                self._empty = self._inspect(db) == "empty"
+                self._db = db
+                return
+            except sqlite3.DatabaseError as exc:
+                if db is not None:
+                    db.close()
+                if _is_damage(exc) or "immutable" in query or not _readonly_storage(exc):
+                    raise self._store_error(exc, opening=True) from None
+            except StoreError:
+                if db is not None:
+                    db.close()
+                raise
+
+    def _open_writable(self) -> None:
+        """Open for writing: a damaged or foreign file is refused before anything is written."""
+        db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA foreign_keys = ON")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError(f"store {self.path} has schema version {version}; this opik-metrics "
-                                 f"reads version {SCHEMA_VERSION} (upgrade opik-metrics)")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            with self._db:
-                self._db.executescript(_SCHEMA)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
+            db.row_factory = sqlite3.Row
+            kind = self._inspect(db)
+            problems = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                self._damage = "; ".join(str(p) for p in problems)
+                raise StoreDamaged(self._damage_message(self._damage))
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA journal_mode = WAL")
+            if kind != "ours":
+                db.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + f"""
+                    INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('application', '{APPLICATION}');
+                    INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+                    INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('created_at', '{_now()}');
+                    PRAGMA user_version = {SCHEMA_VERSION};
+                    COMMIT;""")
+            self._db, db = db, None
+            self._empty = False
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open experiment store {self.path}: {exc} "
-                             "(is it an opik-metrics store? pass another --store path)") from None
+            raise self._store_error(exc, opening=True) from None
         except OSError as exc:
             raise StoreError(f"cannot create experiment store {self.path}: {exc}") from None
+        finally:
+            if db is not None:
+                db.close()
+
+    def _inspect(self, db: sqlite3.Connection) -> str:
+        """What the file holds, read without writing: "empty" (no tables yet), "ours" (our metadata
+        table), "legacy" (our tables, made before the metadata table). Raises NotAStore for another
+        application's file or another schema, StoreError for a newer opik-metrics store."""
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0]: frozenset(c[1] for c in db.execute(f'PRAGMA table_info("{r[0]}")'))
+                  for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                      "AND name NOT LIKE 'sqlite!_%' ESCAPE '!'")}
+        expected = _expected_columns()
+        if META_TABLE in tables:
+            meta = {}
+            if {"key", "value"} <= tables[META_TABLE]:
+                meta = {str(k): str(v) for k, v in db.execute(f"SELECT key, value FROM {META_TABLE}")}
+            if meta.get("application") != APPLICATION:
+                raise NotAStore(self._foreign_message(tables, f"its {META_TABLE} table names "
+                                                              f"{meta.get('application')!r}"))
+            stored = meta.get("schema_version", "")
+            if not stored.isdigit():
+                raise NotAStore(self._foreign_message(tables, f"its schema version is {stored!r}"))
+            if int(stored) > SCHEMA_VERSION:
+                raise StoreError(self._newer_message(int(stored)))
+            kind = "ours"
+        elif not tables:
+            if version > SCHEMA_VERSION:
+                raise StoreError(self._newer_message(version))
+            return "empty"
+        else:
+            kind = "legacy"
+            if "experiments" not in tables or any(t not in expected for t in tables):
+                raise NotAStore(self._foreign_message(tables))
+            if version > SCHEMA_VERSION:
+                raise StoreError(self._newer_message(version))
+        different = sorted(t for t in _CORE_TABLES if t in tables and not expected[t] <= tables[t])
+        missing = [t for t in _CORE_TABLES if t not in tables]
+        if different or (kind == "ours" and missing):
+            what = (f"table {', '.join(different)} has other columns than ours" if different
+                    else f"it lacks table {', '.join(missing)}")
+            raise NotAStore(self._foreign_message(tables, what))
+        return kind
+
+    def _foreign_message(self, tables: dict, why: str | None = None) -> str:
+        shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+        why = why or f"it has tables {shown}"
+        return (f"{self.path} is an SQLite file but not an opik-metrics store ({why}); it was not changed: "
+                "pass another --store path")
+
+    def _newer_message(self, version: int) -> str:
+        return (f"store {self.path} has schema version {version}; this opik-metrics reads version "
+                f"{SCHEMA_VERSION} (upgrade opik-metrics)")
+
+    def _damage_message(self, detail: str) -> str:
+        question = "is it an opik-metrics store? " if "not a database" in detail else ""
+        return (f"experiment store {self.path} is damaged (sqlite: {detail}); it is not written to: {question}"
+                "restore it from a backup, or pass another --store path")
+
+    def _store_error(self, exc: sqlite3.DatabaseError, opening: bool = False) -> StoreError:
+        """A StoreError saying what ``exc`` means for this store."""
+        if _is_damage(exc):
+            self._damage = self._damage or str(exc)
+            return StoreDamaged(self._damage_message(str(exc)))
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return StoreError(f"experiment store {self.path} is busy: another process kept it locked for over "
+                              f"{BUSY_SECONDS:g} s (sqlite: {text}); try again")
+        if "readonly" in text or "read-only" in text:
+            return StoreError(f"experiment store {self.path} is on read-only storage or not writable (sqlite: "
+                              f"{text}); reading commands still work: copy it elsewhere to write")
+        verb = "open" if opening else "use"
+        return StoreError(f"cannot {verb} experiment store {self.path}: {text} "
+                          "(is it an opik-metrics store? pass another --store path)")
+
+    def _writable(self) -> sqlite3.Connection:
+        """The connection, reopened for writing when the store was opened read-only."""
+        if self._damage is not None:
+            raise StoreDamaged(self._damage_message(self._damage))
+        if self.readonly:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._open_writable()
+            self.readonly = False
+        assert self._db is not None
+        return self._db
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"experiment store {self.path} is closed")
+        return self._db
 
     def close(self) -> None:
-        self._db.close()
+        for heartbeat in list(self._heartbeats.values()):
+            heartbeat.stop()
+        self._heartbeats.clear()
+        if self._held and self._db is not None and not self.readonly and self._damage is None:
+            try:
+                with self._db:
+                    self._db.executemany("DELETE FROM experiment_leases WHERE experiment = ? AND token = ?",
+                                         [(name, self._token) for name in set(self._held.values())])
+            except sqlite3.Error:
+                pass        # the lease expires on its own
+        self._held.clear()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def __enter__(self) -> "ExperimentStore":
         return self
@@ -218,42 +572,133 @@ class ExperimentStore:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    # ---- leases --------------------------------------------------------------------------
+
+    def _holder(self, name: str) -> sqlite3.Row | None:
+        """The live lease of another holder on ``name``, else None (free, ours, expired or dead)."""
+        row = self._conn.execute("SELECT * FROM experiment_leases WHERE experiment = ?", (name,)).fetchone()
+        if row is None or row["token"] == self._token or row["expires_at"] < time.time():
+            return None
+        if row["machine"] == _MACHINE and not _pid_alive(int(row["pid"])):
+            return None
+        return row
+
+    def _take_lease(self, name: str) -> None:
+        now = time.time()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO experiment_leases (experiment, token, pid, host, machine, acquired_at, "
+            "renewed_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, self._token, os.getpid(), _HOST, _MACHINE, _now(), now, now + self.lease_seconds))
+
+    def _locked_message(self, name: str, row: sqlite3.Row, waited: float) -> str:
+        ago = max(0.0, time.time() - row["renewed_at"])
+        wait = f"waited {waited:.1f} s; " if waited > 0 else ""
+        return (f"experiment {name!r} in {self.path} is being run by another process (pid {row['pid']} on host "
+                f"{row['host']}, since {row['acquired_at']}, alive {ago:.0f} s ago): {wait}let it finish (a "
+                f"re-run then resumes), or set {LOCK_WAIT_ENV}=SECONDS to wait for it")
+
+    def _fence(self, exp_id: int) -> str:
+        """Renew this store's lease on the experiment, inside the caller's transaction; raise
+        ExperimentLocked when another process took it over (nothing is then written)."""
+        name = self._held.get(exp_id)
+        if name is None:
+            raise StoreError(f"experiment id {exp_id} is not being run by this store: call begin() first")
+        now = time.time()
+        cur = self._conn.execute("UPDATE experiment_leases SET renewed_at = ?, expires_at = ? "
+                                 "WHERE experiment = ? AND token = ?", (now, now + self.lease_seconds, name,
+                                                                        self._token))
+        if cur.rowcount == 0:
+            raise ExperimentLocked(f"this run of experiment {name!r} lost its lease on {self.path}: it was not "
+                                   f"renewed for {self.lease_seconds:g} s and another process took the experiment "
+                                   "over; nothing more is written by this run")
+        return name
+
+    def holds(self, exp_id: int) -> bool:
+        """Whether this store still holds the lease of the experiment it began as ``exp_id``."""
+        name = self._held.get(exp_id)
+        if name is None or self._db is None or self._damage is not None:
+            return False
+        try:
+            row = self._db.execute("SELECT token FROM experiment_leases WHERE experiment = ?", (name,)).fetchone()
+        except sqlite3.Error:
+            return False
+        return row is not None and row["token"] == self._token
+
+    def _release(self, name: str) -> None:
+        heartbeat = self._heartbeats.pop(name, None)
+        if heartbeat is not None:
+            heartbeat.stop()
+        for exp_id in [i for i, n in self._held.items() if n == name]:
+            del self._held[exp_id]
+
     # ---- writing -------------------------------------------------------------------------
 
+    @_guarded
     def begin(self, name: str, dataset: str, config: dict, items: Sequence[tuple[str, dict]],
-              overwrite: bool = False) -> tuple[int, int]:
-        """Create (or resume) experiment ``name`` over ``items`` (key, content).
+              overwrite: bool = False, wait: float | None = None) -> tuple[int, int]:
+        """Create (or resume) experiment ``name`` over ``items`` (key, content), taking its lease.
 
         Returns (experiment id, number of items already finished). A stored experiment of the
         same name resumes when its config matches; otherwise a StoreError says how to proceed.
+        While another process runs it, ExperimentLocked names that process, at once or after
+        ``wait`` seconds (default: the store's ``lock_wait``).
         """
+        db = self._writable()
+        name, dataset = _text(name), _text(dataset)
+        wait = self.lock_wait if wait is None else _lock_wait(wait)
+        started = time.monotonic()
+        while True:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                holder = self._holder(name)
+                if holder is None:
+                    exp_id = self._begin_locked(db, name, dataset, config, items, overwrite)
+                    db.commit()
+                    break
+            except BaseException:
+                db.rollback()
+                raise
+            db.rollback()
+            waited = time.monotonic() - started
+            if waited >= wait:
+                raise ExperimentLocked(self._locked_message(name, holder, waited if wait > 0 else 0.0))
+            time.sleep(min(0.25, max(0.01, wait - waited)))
+        for old in [i for i, n in self._held.items() if n == name and i != exp_id]:
+            del self._held[old]
+        self._held[exp_id] = name
+        if name not in self._heartbeats:
+            heartbeat = _Heartbeat(self.path, name, self._token, self.lease_seconds)
+            heartbeat.start()
+            self._heartbeats[name] = heartbeat
+        done = db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
+                          "status IN ('scored', 'failed')", (exp_id,)).fetchone()[0]
+        return exp_id, int(done)
+
+    def _begin_locked(self, db: sqlite3.Connection, name: str, dataset: str, config: dict,
+                      items: Sequence[tuple[str, dict]], overwrite: bool) -> int:
+        """``begin`` inside its transaction, the lease free for us."""
         now = _now()
-        row = self._db.execute("SELECT id, config, dataset FROM experiments WHERE name = ?", (name,)).fetchone()
+        self._take_lease(name)
+        row = db.execute("SELECT id, config, dataset FROM experiments WHERE name = ?", (name,)).fetchone()
         if row is not None and overwrite:
-            self.delete(name)
+            db.execute("DELETE FROM experiments WHERE id = ?", (row["id"],))
             row = None
         if row is not None:
             self._check_resumable(name, row, dataset, config)
-        with self._db:
-            self._db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)", (dataset, now))
-            self._db.executemany(
-                "INSERT OR IGNORE INTO dataset_items (dataset, item_key, content) VALUES (?, ?, ?)",
-                [(dataset, key, _dumps(content)) for key, content in items])
-            if row is None:
-                cur = self._db.execute(
-                    "INSERT INTO experiments (name, dataset, config, status, created_at, updated_at, runs) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, 1)", (name, dataset, _dumps(config), now, now))
-                exp_id = int(cur.lastrowid)
-            else:
-                exp_id = int(row["id"])
-                self._db.execute("UPDATE experiments SET status = 'running', updated_at = ?, runs = runs + 1, "
-                                 "config = ? WHERE id = ?", (now, _dumps(config), exp_id))
-            self._db.executemany(
-                "INSERT OR IGNORE INTO experiment_items (experiment_id, item_key, position, status) "
-                "VALUES (?, ?, ?, 'pending')", [(exp_id, key, pos) for pos, (key, _) in enumerate(items)])
-        done = self._db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
-                                "status IN ('scored', 'failed')", (exp_id,)).fetchone()[0]
-        return exp_id, int(done)
+        db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)", (dataset, now))
+        db.executemany("INSERT OR IGNORE INTO dataset_items (dataset, item_key, content) VALUES (?, ?, ?)",
+                       [(dataset, key, _dumps(content)) for key, content in items])
+        if row is None:
+            cur = db.execute("INSERT INTO experiments (name, dataset, config, status, created_at, updated_at, runs) "
+                             "VALUES (?, ?, ?, 'running', ?, ?, 1)", (name, dataset, _dumps(config), now, now))
+            exp_id = int(cur.lastrowid)
+        else:
+            exp_id = int(row["id"])
+            db.execute("UPDATE experiments SET status = 'running', updated_at = ?, runs = runs + 1, "
+                       "config = ? WHERE id = ?", (now, _dumps(config), exp_id))
+        db.executemany("INSERT OR IGNORE INTO experiment_items (experiment_id, item_key, position, status) "
+                       "VALUES (?, ?, ?, 'pending')", [(exp_id, key, pos) for pos, (key, _) in enumerate(items)])
+        return exp_id
 
     def _check_resumable(self, name: str, row: sqlite3.Row, dataset: str, config: dict) -> None:
         stored = _loads(row["config"])
@@ -267,70 +712,105 @@ class ExperimentStore:
                              f"{', '.join(changed)}): choose another experiment name to keep both, or "
                              "pass --overwrite to replace it")
 
+    @_guarded
     def save_output(self, exp_id: int, key: str, output: dict, trace: list | None,
                     task_seconds: float | None) -> None:
         """The task's output for one item (scored next); committed at once."""
-        with self._db:
-            self._db.execute(
+        db = self._writable()
+        with db:
+            self._fence(exp_id)
+            db.execute(
                 "UPDATE experiment_items SET status = 'output', output = ?, trace = ?, task_seconds = ?, "
                 "failure_stage = NULL, failure = NULL WHERE experiment_id = ? AND item_key = ?",
                 (_dumps(output), _dumps(trace) if trace else None, task_seconds, exp_id, key))
 
+    @_guarded
     def save_failure(self, exp_id: int, key: str, stage: str, reason: str, trace: list | None = None,
                      task_seconds: float | None = None) -> None:
         """An item that produced no output, with the stage and the reason; committed at once."""
-        with self._db:
-            self._db.execute(
+        db = self._writable()
+        with db:
+            self._fence(exp_id)
+            db.execute(
                 "UPDATE experiment_items SET status = 'failed', failure_stage = ?, failure = ?, trace = ?, "
                 "task_seconds = ?, output = NULL, finished_at = ? WHERE experiment_id = ? AND item_key = ?",
-                (stage, reason, _dumps(trace) if trace else None, task_seconds, _now(), exp_id, key))
-            self._db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
+                (_text(stage), _text(reason), _dumps(trace) if trace else None, task_seconds, _now(), exp_id, key))
+            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
 
+    @_guarded
     def save_scores(self, exp_id: int, key: str, scores: Iterable[StoredScore],
                     score_seconds: float | None) -> None:
-        """Every score of one item (failed ones with their reason); the item is then finished."""
-        rows = [(exp_id, key, s.name, s.metric, None if s.failed else _finite(s.value), int(s.failed),
-                 s.reason, _dumps(s.metadata or {})) for s in scores]
-        with self._db:
-            self._db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
-            self._db.executemany(
+        """Every score of one item (failed ones with their reason); the item is then finished.
+        An infinite value is kept as such, NaN as NULL: neither counts as a value when read."""
+        rows = [(exp_id, key, _text(s.name), _text(s.metric), None if s.failed else _stored_value(s.value),
+                 int(s.failed), _text(s.reason), _dumps(s.metadata or {})) for s in scores]
+        db = self._writable()
+        with db:
+            self._fence(exp_id)
+            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
+            db.executemany(
                 "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
                 "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            self._db.execute(
+            db.execute(
                 "UPDATE experiment_items SET status = 'scored', score_seconds = ?, finished_at = ? "
                 "WHERE experiment_id = ? AND item_key = ?", (score_seconds, _now(), exp_id, key))
 
+    @_guarded
     def save_experiment_scores(self, exp_id: int, scores: Iterable[StoredScore]) -> None:
         """Experiment-level scores (corpus BLEU, ...), replacing earlier ones."""
-        with self._db:
-            self._db.execute("DELETE FROM experiment_scores WHERE experiment_id = ?", (exp_id,))
-            self._db.executemany(
-                "INSERT INTO experiment_scores (experiment_id, name, value, failed, reason, metadata) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(exp_id, s.name, None if s.failed else _finite(s.value), int(s.failed), s.reason,
-                  _dumps(s.metadata or {})) for s in scores])
+        rows = [(exp_id, _text(s.name), None if s.failed else _finite(s.value), int(s.failed), _text(s.reason),
+                 _dumps(s.metadata or {})) for s in scores]
+        db = self._writable()
+        with db:
+            self._fence(exp_id)
+            db.execute("DELETE FROM experiment_scores WHERE experiment_id = ?", (exp_id,))
+            db.executemany("INSERT INTO experiment_scores (experiment_id, name, value, failed, reason, metadata) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
 
+    @_guarded
     def finish(self, exp_id: int, status: str, seconds: float) -> None:
-        """Close a run: ``finished`` or ``interrupted``, adding its wall time."""
-        with self._db:
-            self._db.execute("UPDATE experiments SET status = ?, updated_at = ?, seconds = seconds + ? "
-                             "WHERE id = ?", (status, _now(), seconds, exp_id))
+        """Close a run: ``finished`` or ``interrupted``, adding its wall time; the lease is released."""
+        db = self._writable()
+        with db:
+            name = self._fence(exp_id)
+            db.execute("UPDATE experiments SET status = ?, updated_at = ?, seconds = seconds + ? "
+                       "WHERE id = ?", (status, _now(), seconds, exp_id))
+            db.execute("DELETE FROM experiment_leases WHERE experiment = ? AND token = ?", (name, self._token))
+        self._release(name)
 
+    @_guarded
     def mark_pushed(self, name: str, target: str) -> None:
         """Note that the experiment was uploaded to an Opik server."""
-        with self._db:
-            self._db.execute("UPDATE experiments SET pushed_at = ?, pushed_to = ? WHERE name = ?",
-                             (_now(), target, name))
+        db = self._writable()
+        with db:
+            db.execute("UPDATE experiments SET pushed_at = ?, pushed_to = ? WHERE name = ?",
+                       (_now(), _text(target), _text(name)))
 
+    @_guarded
     def delete(self, name: str) -> None:
-        """Remove an experiment with its items and scores (dataset items stay)."""
-        with self._db:
-            self._db.execute("DELETE FROM experiments WHERE name = ?", (name,))
+        """Remove an experiment with its items and scores (dataset items stay); refused while another
+        process runs it."""
+        db = self._writable()
+        name = _text(name)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            holder = self._holder(name)
+            if holder is not None:
+                raise ExperimentLocked(self._locked_message(name, holder, 0.0))
+            db.execute("DELETE FROM experiments WHERE name = ?", (name,))
+        except BaseException:
+            db.rollback()
+            raise
+        db.commit()
 
     # ---- reading -------------------------------------------------------------------------
 
+    @_guarded
     def items(self, exp_id: int, statuses: Sequence[str] | None = None) -> list[StoredItem]:
         """An experiment's items in dataset order (optionally only some statuses), with scores."""
+        if self._empty:
+            return []
+        db = self._conn
         sql = ("SELECT ei.*, di.content FROM experiment_items ei JOIN experiments e ON e.id = ei.experiment_id "
                "JOIN dataset_items di ON di.dataset = e.dataset AND di.item_key = ei.item_key "
                "WHERE ei.experiment_id = ?")
@@ -342,23 +822,33 @@ class ExperimentStore:
                             status=r["status"], output=_loads(r["output"]), failure_stage=r["failure_stage"],
                             failure=r["failure"], trace=_loads(r["trace"]), task_seconds=r["task_seconds"],
                             score_seconds=r["score_seconds"], finished_at=r["finished_at"])
-                 for r in self._db.execute(sql + " ORDER BY ei.position", args)]
+                 for r in db.execute(sql + " ORDER BY ei.position", args)]
         by_key = {item.key: item for item in items}
-        for r in self._db.execute("SELECT * FROM scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,)):
+        for r in db.execute("SELECT * FROM scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,)):
             if r["item_key"] in by_key:
+                value, non_finite = _read_value(r["value"], bool(r["failed"]))
                 by_key[r["item_key"]].scores[r["name"]] = StoredScore(
-                    r["name"], r["metric"], r["value"], bool(r["failed"]), r["reason"], _loads(r["metadata"]))
+                    r["name"], r["metric"], value, bool(r["failed"]), r["reason"], _loads(r["metadata"]),
+                    non_finite)
         return items
 
+    @_guarded
     def names(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT name FROM experiments ORDER BY id")]
+        if self._empty:
+            return []
+        return [r[0] for r in self._conn.execute("SELECT name FROM experiments ORDER BY id")]
 
+    @_guarded
     def infos(self) -> list[ExperimentInfo]:
         """Every experiment's header, oldest first."""
-        return [self._info(row) for row in self._db.execute("SELECT * FROM experiments ORDER BY id")]
+        if self._empty:
+            return []
+        return [self._info(row) for row in self._conn.execute("SELECT * FROM experiments ORDER BY id").fetchall()]
 
+    @_guarded
     def info(self, name: str) -> ExperimentInfo:
-        row = self._db.execute("SELECT * FROM experiments WHERE name = ?", (name,)).fetchone()
+        row = None if self._empty else self._conn.execute("SELECT * FROM experiments WHERE name = ?",
+                                                          (_text(name),)).fetchone()
         if row is None:
             known = self.names()
             hint = f"; stored: {', '.join(known)}" if known else "; the store is empty"
@@ -366,14 +856,16 @@ class ExperimentStore:
         return self._info(row)
 
     def _info(self, row: sqlite3.Row) -> ExperimentInfo:
+        db = self._conn
         exp_id = row["id"]
-        counts = dict(self._db.execute("SELECT status, COUNT(*) FROM experiment_items WHERE experiment_id = ? "
-                                       "GROUP BY status", (exp_id,)).fetchall())
-        means = {r[0]: r[1] for r in self._db.execute(
+        counts = dict(db.execute("SELECT status, COUNT(*) FROM experiment_items WHERE experiment_id = ? "
+                                 "GROUP BY status", (exp_id,)).fetchall())
+        means = {r[0]: r[1] for r in db.execute(
             "SELECT s.name, AVG(s.value) FROM scores s JOIN experiment_items ei ON ei.experiment_id = "
             "s.experiment_id AND ei.item_key = s.item_key WHERE s.experiment_id = ? AND s.failed = 0 AND "
-            "s.value IS NOT NULL AND ei.status = 'scored' GROUP BY s.name ORDER BY MIN(s.rowid)", (exp_id,))}
-        corpus = {r[0]: r[1] for r in self._db.execute(
+            "s.value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308 AND ei.status = 'scored' "
+            "GROUP BY s.name ORDER BY MIN(s.rowid)", (exp_id,))}
+        corpus = {r[0]: r[1] for r in db.execute(
             "SELECT name, value FROM experiment_scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,))}
         return ExperimentInfo(
             id=exp_id, name=row["name"], dataset=row["dataset"], config=_loads(row["config"]),
@@ -382,7 +874,34 @@ class ExperimentStore:
             items=sum(counts.values()), failed_items=counts.get("failed", 0),
             scored_items=counts.get("scored", 0), scores=means, experiment_scores=corpus)
 
+    @_guarded
     def experiment_score_rows(self, exp_id: int) -> list[StoredScore]:
+        if self._empty:
+            return []
         return [StoredScore(r["name"], "", r["value"], bool(r["failed"]), r["reason"], _loads(r["metadata"]))
-                for r in self._db.execute("SELECT * FROM experiment_scores WHERE experiment_id = ? "
-                                          "ORDER BY rowid", (exp_id,))]
+                for r in self._conn.execute("SELECT * FROM experiment_scores WHERE experiment_id = ? "
+                                            "ORDER BY rowid", (exp_id,))]
+
+
+def _lock_wait(value: float | None) -> float:
+    """Seconds to wait for another run of the same experiment: ``value``, else $OPIK_METRICS_LOCK_WAIT, else 0."""
+    source = "lock_wait"
+    if value is None:
+        text = os.environ.get(LOCK_WAIT_ENV, "").strip()
+        if not text:
+            return 0.0
+        source = f"${LOCK_WAIT_ENV}"
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{source}: expected a number of seconds, got {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise ValueError(f"{source}: expected a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _readonly_storage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether ``exc`` is SQLite failing to make its -shm/-wal files beside a store on read-only storage."""
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    return code.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")) or "readonly" in str(exc) \
+        or "unable to open" in str(exc)

@@ -56,11 +56,13 @@ def test_a_clear_winner_is_significant_and_named():
 
 
 def test_identical_systems_are_not_significant():
-    a = experiment("a", {"score": [0.3, 0.5, 0.9]})
-    b = experiment("b", {"score": [0.3, 0.5, 0.9]})
+    # five items: a verdict needs at least min_items (5) paired items (three gave "not significant" before)
+    a = experiment("a", {"score": [0.3, 0.5, 0.9, 0.1, 0.7]})
+    b = experiment("b", {"score": [0.3, 0.5, 0.9, 0.1, 0.7]})
     entry = compare_experiments([a, b], SETTINGS)["pairs"][0]["metrics"]["score"]
-    assert entry["p_value"] == 1.0 and not entry["significant"] and entry["better"] is None
-    assert entry["note"] == "no observed difference" and (entry["wins"], entry["ties"], entry["losses"]) == (0, 3, 0)
+    assert entry["p_value"] == 1.0 and entry["significant"] is False and entry["better"] is None
+    assert entry["verdict"] == "not significant"
+    assert entry["note"] == "no observed difference" and (entry["wins"], entry["ties"], entry["losses"]) == (0, 5, 0)
 
 
 def test_lower_is_better_scores_flip_the_verdict():
