@@ -189,3 +189,22 @@ def test_score_piped_into_head_exits_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err
+
+
+def test_stored_text_with_a_lone_surrogate_prints(tmp_path):
+    """`experiments show --items` prints an output cut mid-emoji as \\udXXX instead of crashing."""
+    import subprocess
+    import sys
+
+    from opik_metrics.experiments.runner import run_experiment
+    from opik_metrics.experiments.store import ExperimentStore
+
+    with ExperimentStore(tmp_path / "s.sqlite") as store:
+        run_experiment("cut", [{"reference": "a smile"}], lambda item: {"output": "a smile \ud83d"}, [],
+                       dataset_name="d", store=store, progress=False)
+    done = subprocess.run([sys.executable, "-m", "opik_metrics", "experiments", "show", "cut", "--items",
+                           "--store", str(tmp_path / "s.sqlite")], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONIOENCODING": "utf-8",
+                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr
+    assert "\\ud83d" in done.stdout
