@@ -10,10 +10,12 @@ import torch
 
 from opik_metrics.core.signature import Signature
 from opik_metrics.neural.models.causal_lm import CausalLM
-from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, forward_logits, pad_rows
+from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, pad_rows
 from opik_metrics.neural.lm.rows import encode_texts, resolve_start_token
-from opik_metrics.neural.lm.scoring import (LOGIT_BUDGET, add_per_item, resolve_max_length, resolve_stride, row_batches,
-                         tokens_per_batch, validate_batch_size)
+from opik_metrics.neural.lm.chunks import (KL_BYTES_PER_LOGIT, ScoredStates, check_fits, chunk_positions,
+                                           max_batch_tokens, spans, validate_max_memory_mb)
+from opik_metrics.neural.lm.scoring import (add_per_item, longest_row, resolve_max_length, resolve_stride, row_batches,
+                                            validate_batch_size)
 from opik_metrics.neural.lm.logit_kl import token_kl, validate_temperature, validate_top_k
 from opik_metrics.neural.models.vocabulary import require_shared_vocabulary
 
@@ -43,7 +45,8 @@ class DistillationKLScorer:
 
     def __init__(self, teacher: CausalLM, student: CausalLM, temperature: float = 1.0,
                  top_k: int | None = None, reverse: bool = False, add_start_token: bool | None = None,
-                 stride: int | None = None, max_length: int | None = None, batch_size: int = 8) -> None:
+                 stride: int | None = None, max_length: int | None = None, batch_size: int = 8,
+                 max_memory_mb: float | None = None) -> None:
         require_shared_vocabulary(teacher, student)
         self.teacher, self.student = teacher, student
         self.temperature = validate_temperature(temperature)
@@ -54,7 +57,13 @@ class DistillationKLScorer:
         self.max_length = resolve_max_length(context, max_length)
         self.stride = resolve_stride(stride, self.max_length)
         self.batch_size = validate_batch_size(batch_size)
-        self.max_tokens = tokens_per_batch(teacher.vocab_size, LOGIT_BUDGET // 16)  # 2 models, float64 copies
+        self.max_memory_mb = validate_max_memory_mb(max_memory_mb)
+        self.chunk = chunk_positions(teacher.vocab_size, KL_BYTES_PER_LOGIT)  # 2 models, float64 copies
+        self.max_tokens = max_batch_tokens(self._models(), self.max_length or 1024, self.max_memory_mb)
+
+    def _models(self) -> list:
+        return [self.teacher.model] if self.student.model is self.teacher.model else [self.teacher.model,
+                                                                                     self.student.model]
 
     @property
     def signature(self) -> Signature:
@@ -65,13 +74,17 @@ class DistillationKLScorer:
                           "stride": self.stride}, formats={"teacher": "teacher:[{}]", "student": "student:[{}]"})
 
     def position_kl(self, batch: PaddedBatch) -> torch.Tensor:
-        """KL at every labelled position of a padded batch, flattened in row-major order."""
-        mask = batch.labels != IGNORE
-        t_logits = forward_logits(self.teacher.model, _on(batch, self.teacher.device))
-        s_logits = forward_logits(self.student.model, _on(batch, self.student.device))
-        t_sel = t_logits[mask.to(t_logits.device)]
-        s_sel = s_logits[mask.to(s_logits.device)].to(t_sel.device)
-        return token_kl(t_sel, s_sel, self.temperature, self.top_k, self.reverse)
+        """KL at every labelled position of a padded batch, flattened in row-major order; logits
+        are made and reduced ``self.chunk`` positions at a time (see chunks.py)."""
+        teacher = ScoredStates(self.teacher.model, _on(batch, self.teacher.device))
+        student = ScoredStates(self.student.model, _on(batch, self.student.device))
+        out = torch.empty(len(teacher), dtype=torch.float64)
+        for start, stop in spans(len(teacher), self.chunk):
+            t = teacher.logits(start, stop)
+            s = student.logits(start, stop).to(t.device)
+            out[start:stop] = token_kl(t, s, self.temperature, self.top_k, self.reverse).cpu()
+            del t, s
+        return out
 
     def score(self, texts: Sequence[str], progress: bool | None = None) -> list[TextKL]:
         """One TextKL per text, in order."""
@@ -79,6 +92,8 @@ class DistillationKLScorer:
         kl = [0.0] * len(texts)
         count = [0] * len(texts)
         windows = [0] * len(texts)
+        if enc.rows:
+            check_fits(self._models(), 1, longest_row(enc.rows), self.max_memory_mb)
         with torch.inference_mode():
             for rows in row_batches(enc.rows, self.batch_size, self.max_tokens, "distillation KL", progress):
                 batch = pad_rows(rows)

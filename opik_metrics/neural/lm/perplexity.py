@@ -13,10 +13,12 @@ import torch.nn.functional as F
 from opik_metrics.core.signature import Signature
 from opik_metrics.neural.models.causal_lm import CausalLM
 from opik_metrics.neural.lm.formulas import perplexity_from_statistics, safe_exp
-from opik_metrics.neural.lm.batches import IGNORE, forward_logits, pad_rows
+from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, forward_logits, pad_rows  # noqa: F401 (re-export)
+from opik_metrics.neural.lm.chunks import (PERPLEXITY_BYTES_PER_LOGIT, ScoredStates, check_fits, chunk_positions,
+                                           max_batch_tokens, spans, validate_max_memory_mb)
 from opik_metrics.neural.lm.rows import encode_texts, resolve_start_token
-from opik_metrics.neural.lm.scoring import (add_per_item, resolve_max_length, resolve_stride, row_batches, tokens_per_batch,
-                         validate_batch_size)
+from opik_metrics.neural.lm.scoring import (add_per_item, longest_row, resolve_max_length, resolve_stride, row_batches,
+                                            validate_batch_size)
 
 
 @dataclass(frozen=True)
@@ -51,17 +53,32 @@ def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return flat.view(labels.shape)
 
 
+def batch_nll(model, batch: PaddedBatch, chunk: int) -> torch.Tensor:
+    """Summed NLL (float64) of each row of a padded batch; the logits are made and reduced
+    ``chunk`` scored positions at a time (see chunks.py), never all at once."""
+    states = ScoredStates(model, batch)
+    nll = torch.empty(len(states), dtype=torch.float32, device=states.states.device)
+    for start, stop in spans(len(states), chunk):
+        logits = states.logits(start, stop)
+        nll[start:stop] = F.cross_entropy(logits.float(), states.labels[start:stop].to(logits.device), reduction="none")
+        del logits
+    row_of = (batch.labels != IGNORE).nonzero()[:, 0]
+    return torch.zeros(batch.labels.shape[0], dtype=torch.float64).index_add_(0, row_of, nll.double().cpu())
+
+
 class PerplexityScorer:
     """Scores texts with one causal LM; batching never changes a text's value."""
 
     def __init__(self, lm: CausalLM, add_start_token: bool | None = None, stride: int | None = None,
-                 max_length: int | None = None, batch_size: int = 16) -> None:
+                 max_length: int | None = None, batch_size: int = 16, max_memory_mb: float | None = None) -> None:
         self.lm = lm
         self.start_id = resolve_start_token(lm.tokenizer, add_start_token)
         self.max_length = resolve_max_length(lm.context_length, max_length)
         self.stride = resolve_stride(stride, self.max_length)
         self.batch_size = validate_batch_size(batch_size)
-        self.max_tokens = tokens_per_batch(lm.vocab_size)
+        self.max_memory_mb = validate_max_memory_mb(max_memory_mb)
+        self.chunk = chunk_positions(lm.vocab_size, PERPLEXITY_BYTES_PER_LOGIT)
+        self.max_tokens = max_batch_tokens([lm.model], self.max_length or 1024, self.max_memory_mb)
 
     @property
     def signature(self) -> Signature:
@@ -75,11 +92,12 @@ class PerplexityScorer:
         count = [0] * len(texts)
         windows = [0] * len(texts)
         device = self.lm.device
+        if enc.rows:
+            check_fits([self.lm.model], 1, longest_row(enc.rows), self.max_memory_mb)
         with torch.inference_mode():
             for rows in row_batches(enc.rows, self.batch_size, self.max_tokens, "perplexity", progress):
                 batch = pad_rows(rows, device)
-                logits = forward_logits(self.lm.model, batch)
-                per_row = token_nll(logits, batch.labels).double().sum(dim=1).tolist()
+                per_row = batch_nll(self.lm.model, batch, self.chunk).tolist()
                 add_per_item(nll, rows, per_row)
                 add_per_item(count, rows, [r.n_targets for r in rows])
                 add_per_item(windows, rows, [1] * len(rows))

@@ -9,7 +9,8 @@ from opik_metrics.neural.lm.batches import length_batches
 from opik_metrics.neural.lm.rows import Row
 from opik_metrics.neural.lm.windows import validate_stride
 
-# Logit elements per forward pass (float32: 1 GiB); bounds tokens per batch for large vocabularies.
+# Logit elements per forward pass (float32: 1 GiB): the old sizing, kept for callers that take full
+# logits (bench); the scorers now make logits chunk by chunk within a stated budget (chunks.py).
 LOGIT_BUDGET = 2 ** 28
 
 
@@ -56,6 +57,11 @@ def row_batches(rows: Sequence[Row], batch_size: int, max_tokens: int, desc: str
             batch = [rows[i] for i in group]
             yield batch
             bar.update(sum(len(r.ids) for r in batch))
+
+
+def longest_row(rows: Sequence[Row]) -> int:
+    """Tokens in the longest row (0 when there is none)."""
+    return max((len(r.ids) for r in rows), default=0)
 
 
 def add_per_item(totals: list[float], rows: Iterable[Row], values: Iterable[float]) -> None:
