@@ -1,15 +1,21 @@
 """Load a causal LM and its tokenizer by name (hub id, local dir, GGUF file, ``packaged:`` alias).
 
-Loaded models are cached for the whole process (loading the packaged SmolLM2 takes ~20 s), and
-loading is thread-safe: two threads asking for the same model wait for one load.
+Loaded models are cached for the whole process, and loading is thread-safe: two threads asking for
+the same model wait for one load. GGUF checkpoints are also converted once into an on-disk cache
+(see ``model_cache_dir``): the packaged SmolLM2 takes ~30 s from its GGUF file, seconds from the cache.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+import os
+import shutil
 import threading
+import uuid
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -67,12 +73,11 @@ def context_length(model: Any, tokenizer: Any) -> int | None:
     return min(limits) if limits else None
 
 
-def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedModel | None = None) -> Signature:
-    """A string that says which model made a number: name, hub id, GGUF file, config hash, versions."""
-    config = model.config.to_dict()
-    for volatile in ("_name_or_path", "transformers_version", "dtype", "torch_dtype"):
-        config.pop(volatile, None)
-    digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
+def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedModel | None = None,
+                    config: dict[str, Any] | None = None) -> Signature:
+    """A string that says which model made a number: name, hub id, GGUF file, config hash, versions.
+    ``config`` replaces ``model.config.to_dict()`` (a cached GGUF conversion passes its GGUF config)."""
+    digest = _config_digest(model.config.to_dict() if config is None else config)
     fields: dict[str, Any] = {"model": name}
     if resolved is not None and resolved.hub_id and resolved.hub_id != name:
         fields["hub"] = resolved.hub_id
@@ -81,6 +86,13 @@ def model_signature(name: str, model: Any, ctx: int | None, resolved: ResolvedMo
     fields.update({"cfg": digest, "ctx": ctx, "dtype": str(model.dtype).replace("torch.", ""),
                    "transformers": package_version("transformers"), "torch": package_version("torch")})
     return Signature(fields)
+
+
+def _config_digest(config: dict[str, Any]) -> str:
+    config = dict(config)
+    for volatile in ("_name_or_path", "transformers_version", "dtype", "torch_dtype"):
+        config.pop(volatile, None)
+    return hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
 _CACHE: dict[tuple, CausalLM] = {}
@@ -111,25 +123,208 @@ def clear_cache() -> None:
 
 
 def _load(name: str, resolved: ResolvedModel, device: str, dtype: torch.dtype) -> CausalLM:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    kwargs: dict[str, Any] = {}
+    signature_config = None
     if resolved.gguf_file:
         _require_gguf_support(name)
-        kwargs["gguf_file"] = resolved.gguf_file
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(resolved.source, **kwargs)
-        model, info = AutoModelForCausalLM.from_pretrained(resolved.source, dtype=dtype, output_loading_info=True,
-                                                           **kwargs)
-    except Exception as exc:  # every loader failure becomes one clear, actionable error
-        raise ModelNotAvailableError(_load_failure(name, resolved, exc)) from exc
-    check_causal(name, model, set((info or {}).get("missing_keys") or ()))
+        model, tokenizer, signature_config = _load_gguf_cached(name, resolved, dtype)
+    else:
+        model, tokenizer = _from_pretrained(name, resolved, resolved.source, dtype)
     model.to(device).eval()
     ctx = context_length(model, tokenizer)
     if ctx is not None:
         tokenizer.model_max_length = ctx  # GGUF tokenizers come back with 1e30
     return CausalLM(name=name, model=model, tokenizer=tokenizer, context_length=ctx,
-                    signature=model_signature(name, model, ctx, resolved), hub_id=resolved.hub_id)
+                    signature=model_signature(name, model, ctx, resolved, signature_config),
+                    hub_id=resolved.hub_id)
+
+
+def _from_pretrained(name: str, resolved: ResolvedModel, source: str, dtype: torch.dtype,
+                     gguf_file: str | None = None) -> tuple[Any, Any]:
+    """Tokenizer and model from ``source`` (a GGUF file in it when ``gguf_file``), checked causal."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        model, info = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, output_loading_info=True, **kwargs)
+    except Exception as exc:  # every loader failure becomes one clear, actionable error
+        raise ModelNotAvailableError(_load_failure(name, resolved, exc)) from exc
+    check_causal(name, model, set((info or {}).get("missing_keys") or ()))
+    return model, tokenizer
+
+
+# --- converted-model cache for GGUF checkpoints -------------------------------------------------
+# transformers parses and de-quantises a GGUF file three times (tokenizer, config, weights): ~30 s for
+# the packaged SmolLM2. The first load saves the converted model (safetensors) and tokenizer in a
+# folder keyed by the GGUF file's sha256, the dtype and the transformers/torch versions; later loads,
+# in any process, read that folder (seconds). Entries are written in a temporary folder and renamed
+# into place, and only used when their manifest (written last) lists files that are all there with
+# the right sizes; a broken entry is ignored and rebuilt. A cache location that cannot be written
+# (read-only, full) never fails a load: the model is used straight from the GGUF file, with a warning.
+
+_CACHE_FORMAT = 1
+_MANIFEST = "opik-metrics-cache.json"
+
+
+def model_cache_dir() -> Path:
+    """``$OPIK_METRICS_MODEL_CACHE``, else ``$XDG_CACHE_HOME/opik-metrics/models``, else
+    ``~/.cache/opik-metrics/models``."""
+    explicit = os.environ.get("OPIK_METRICS_MODEL_CACHE")
+    if explicit:
+        return Path(os.path.expanduser(explicit))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(os.path.expanduser(xdg)) if xdg else Path.home() / ".cache"
+    return base / "opik-metrics" / "models"
+
+
+def gguf_cache_entry(resolved: ResolvedModel, dtype: torch.dtype = torch.float32) -> Path:
+    """The cache folder for ``resolved``'s GGUF file loaded as ``dtype`` (it may not exist yet)."""
+    assert resolved.gguf_file, "not a GGUF model"
+    root = model_cache_dir()
+    digest = _file_sha256(Path(resolved.source) / resolved.gguf_file, root)
+    versions = f"{package_version('transformers')}|{package_version('torch')}|{dtype}|{_CACHE_FORMAT}"
+    key = hashlib.sha256(f"{digest}|{versions}".encode()).hexdigest()[:16]
+    stem = Path(resolved.gguf_file).stem.replace(os.sep, "_")
+    return root / f"{stem}-{digest[:16]}-{key}"
+
+
+def _file_sha256(path: Path, root: Path) -> str:
+    """The full sha256 of ``path``; remembered under ``root`` by real path, size and mtime, so it
+    is computed once per file version (~0.3 s for 100 MB) rather than on every load."""
+    st = path.stat()
+    ident = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+    memo = root / ".hashes" / ident
+    try:
+        known = memo.read_text().strip()
+        if len(known) == 64:
+            return known
+    except OSError:
+        pass
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(block)
+    digest = sha.hexdigest()
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f"{ident}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(digest)
+        os.replace(tmp, memo)
+    except OSError:
+        pass  # unwritable cache: hash again next time
+    return digest
+
+
+def _entry_is_complete(entry: Path) -> bool:
+    try:
+        manifest = json.loads((entry / _MANIFEST).read_text())
+        files = manifest["files"]
+        return bool(files) and all((entry / f).is_file() and (entry / f).stat().st_size == size
+                                   for f, size in files.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+# The saved config differs from the GGUF-loaded one in these keys only (save_pretrained sets the
+# architecture; the de-quantised copy is no longer a GGUF-quantised model); the signature keeps
+# the GGUF config's digest, stored in the manifest, so a number says the same in every process.
+_SAVE_CHANGES = ("architectures", "quantization_config")
+
+
+def _load_gguf_cached(name: str, resolved: ResolvedModel, dtype: torch.dtype) -> tuple[Any, Any, dict | None]:
+    """Model, tokenizer and the GGUF config (for the signature), from the cache when it has them."""
+    try:
+        entry: Path | None = gguf_cache_entry(resolved, dtype)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: no home folder to put ~/.cache in
+        warnings.warn(f"model cache unusable ({exc}); loading {resolved.gguf_file} from the GGUF file", stacklevel=5)
+        entry = None
+    if entry is not None and entry.is_dir():
+        cached = _read_entry(name, resolved, entry, dtype)
+        if cached is not None:
+            return cached
+    model, tokenizer = _from_pretrained(name, resolved, resolved.source, dtype, gguf_file=resolved.gguf_file)
+    gguf_config = json.loads(json.dumps(model.config.to_dict(), default=str))
+    if entry is not None and not any("gguf" in type(m).__name__.lower() for m in model.modules()):
+        try:
+            _write_entry(entry, model, tokenizer, resolved, gguf_config)
+        except Exception as exc:  # read-only, disk full, ...: the GGUF-loaded model is fine as it is
+            warnings.warn(f"could not write the converted-model cache {entry} ({type(exc).__name__}: {exc}); "
+                          f"{name} will load from its GGUF file again next time (slow). Set "
+                          "OPIK_METRICS_MODEL_CACHE to a writable folder to cache it", stacklevel=5)
+    return model, tokenizer, gguf_config
+
+
+def _read_entry(name: str, resolved: ResolvedModel, entry: Path, dtype: torch.dtype) -> tuple[Any, Any, dict] | None:
+    """The cached model, or None (with a warning) when the entry is incomplete or unreadable."""
+    if not _entry_is_complete(entry):
+        warnings.warn(f"ignoring incomplete model cache entry {entry}; rebuilding it", stacklevel=6)
+        return None
+    try:
+        gguf_config = json.loads((entry / _MANIFEST).read_text())["config"]
+        model, tokenizer = _from_pretrained(name, resolved, str(entry), dtype)
+        saved = model.config.to_dict()
+        if _config_digest({k: v for k, v in saved.items() if k not in _SAVE_CHANGES}) != \
+                _config_digest({k: v for k, v in gguf_config.items() if k not in _SAVE_CHANGES}):
+            raise ValueError("its config differs from the GGUF file's")
+    except Exception as exc:  # noqa: BLE001 - a broken cache entry is rebuilt, never fatal
+        warnings.warn(f"ignoring unreadable model cache entry {entry} ({type(exc).__name__}: {exc}); "
+                      "rebuilding it", stacklevel=6)
+        return None
+    return model, tokenizer, gguf_config
+
+
+def _write_entry(entry: Path, model: Any, tokenizer: Any, resolved: ResolvedModel, gguf_config: dict) -> None:
+    """Save ``model`` and ``tokenizer`` into a temporary sibling of ``entry`` and rename it into place."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        _save_dequantised(model, tmp)
+        tokenizer.save_pretrained(tmp)
+        files = {str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest = {"format": _CACHE_FORMAT, "gguf": str(Path(resolved.source) / resolved.gguf_file),
+                    "transformers": package_version("transformers"), "torch": package_version("torch"),
+                    "files": files, "config": gguf_config}
+        with open(tmp / _MANIFEST, "w") as fh:
+            json.dump(manifest, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if _entry_is_complete(entry):  # another process finished the same conversion first: use theirs
+            return
+        if entry.exists():  # a broken entry: move it aside (a rename, so readers never see it half gone)
+            trash = entry.parent / f".trash-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                os.rename(entry, trash)
+                shutil.rmtree(trash, ignore_errors=True)
+            except OSError:
+                pass
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not _entry_is_complete(entry):  # another process won the race with a good entry: fine
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _save_dequantised(model: Any, folder: Path) -> None:
+    """``save_pretrained`` a GGUF-loaded model whose weights are already de-quantised: transformers
+    refuses ("quantized with gguf, not serializable") while the GGUF quantizer is attached, so detach
+    it (and the config's quantization_config) for the save; the in-memory model is left as it was."""
+    config = model.config
+    saved_attrs = {k: getattr(config, k) for k in ("architectures", "dtype", "quantization_config")
+                   if hasattr(config, k)}
+    quantizer_attrs = {k: model.__dict__[k] for k in ("hf_quantizer", "is_quantized", "quantization_method")
+                       if k in model.__dict__}
+    try:
+        for k in quantizer_attrs:
+            model.__dict__[k] = None if k != "is_quantized" else False
+        if hasattr(config, "quantization_config"):
+            delattr(config, "quantization_config")
+        model.save_pretrained(folder, safe_serialization=True)
+    finally:
+        model.__dict__.update(quantizer_attrs)
+        for k, v in saved_attrs.items():
+            setattr(config, k, v)
 
 
 def check_causal(name: str, model: Any, missing: set[str]) -> None:
