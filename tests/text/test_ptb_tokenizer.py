@@ -1,7 +1,9 @@
 """ptb_tokenize equals pycocoevalcap's PTBTokenizer (the Stanford jar) token for token: on tricky
 hand-written captions, realistic ones and random mixes of tricky fragments and characters (one JVM
-run for the module); plus outputs worked out against the jar, pinned here for machines without Java."""
+run for the module), and on long runs without spaces, which take time linear in their length; plus
+outputs worked out against the jar, pinned here for machines without Java."""
 import random
+import time
 
 import pytest
 
@@ -80,6 +82,24 @@ CHARS = list("abcXYZ019 .,;:!?'\"`-_()[]{}<>@#$%&*+=/\\|~^") + list(
     "\uff01\u0130\u0131\u017f\u212a") + ["😀", "n't", "'s", "U.S.", "www.", ".com", "http://", "&amp;", "<b>", "1/2"]
 
 
+# Long runs without spaces, as a degenerate caption of one very long "word" may be. From each token of
+# such a run, rules look ahead to the run's end (a '.com', an '@', a '-', an extension, a '>' may come
+# there): the tokeniser was quadratic in the run's length ("ab'cd-ef.gh,ij" x 4,000 took 14 s). Each is
+# (unit, suffix): the unit repeated, then the suffix. The jar, too, scans to the run's end (and is itself
+# quadratic on them), with no limit on a token's length (tokens of 300,000 characters come out whole).
+LONG_UNITS = [
+    ("ab'cd-ef.gh,ij", ""), ("x-1.", ""), ("ab,", ""), ("e.g.9", ".jpg "), ("ab@.", ""), ("a1-b'c.d,e/f@g", ""),
+    ("a%b%", "X.com"), ("www.a.b5/", ".ab"), ("ab/", "x.com"), ("<!a", ""), ("ab,ab,", "ab-"),
+]
+
+
+def _long_run(unit: str, suffix: str, length: int) -> str:
+    return unit * (length // len(unit)) + suffix
+
+
+LONG_RUNS = [_long_run(unit, suffix, 2000) for unit, suffix in LONG_UNITS]
+
+
 def _generated() -> list[str]:
     rng = random.Random(20240611)
     preds, refs = realistic_pairs(150, seed=3)
@@ -93,9 +113,9 @@ def _generated() -> list[str]:
 
 @pytest.fixture(scope="module")
 def oracle():
-    """{caption: the jar's string} for the tricky and the generated captions, from one JVM run."""
+    """{caption: the jar's string} for the tricky, the generated captions and the long runs, from one JVM run."""
     from tests.coco_oracle import jar_tokenize
-    captions = list(dict.fromkeys([*TRICKY, *_generated()]))
+    captions = list(dict.fromkeys([*TRICKY, *_generated(), *LONG_RUNS]))
     return dict(zip(captions, jar_tokenize(captions)))
 
 
@@ -112,6 +132,31 @@ def test_generated_captions_equal_the_jar(oracle):
     captions = _generated()
     assert len(set(captions)) > 1000
     assert all(ptb_tokenize(c) == oracle[c] for c in captions), _mismatches(captions, oracle)
+
+
+def test_long_runs_equal_the_jar(oracle):
+    assert all(ptb_tokenize(c) == oracle[c] for c in LONG_RUNS), _mismatches(LONG_RUNS, oracle)
+
+
+def _cpu_seconds_per_character(captions: list[str], repeats: int = 3) -> float:
+    """The least CPU time per character of tokenising ``captions`` (bypassing ptb_tokenize's cache)."""
+    tokenize, best = ptb_tokenize.__wrapped__, float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        for caption in captions:
+            tokenize(caption)
+        best = min(best, time.process_time() - start)
+    return best / sum(map(len, captions))
+
+
+@pytest.mark.parametrize("unit, suffix", [("ab'cd-ef.gh,ij", ""), ("x-1.", ""), ("ab,", ""), ("e.g.9", ""),
+                                          ("ab@.", ""), ("a%b%", "X.com"), ("<!a", ""), ("0", ".")])
+def test_long_runs_take_time_linear_in_their_length(unit, suffix):
+    """A run 40 times as long costs about as much per character as the short one (quadratic code,
+    as before, costs 10 to 40 times as much: the bound of 5 leaves room for a loaded machine)."""
+    short, long = _long_run(unit, suffix, 200), _long_run(unit, suffix, 8000)
+    ratio = _cpu_seconds_per_character([long]) / _cpu_seconds_per_character([short] * 40)
+    assert ratio < 5, f"{unit!r}... of {len(long)} characters: {ratio:.1f} times the CPU time per character"
 
 
 def test_the_next_caption_and_odd_line_breaks_change_pycocoevalcaps_own_batch():
@@ -164,6 +209,23 @@ HANDWORKED = [
 
 @pytest.mark.parametrize("caption, expected", HANDWORKED)
 def test_handworked(caption, expected):
+    assert ptb_tokenize(caption) == expected
+
+
+# Long runs, also worked out against the jar.
+LONG_HANDWORKED = [
+    ("ab'cd-ef.gh,ij" * 300, "ab cd-ef gh " + "ijab cd-ef gh " * 299 + "ij"),
+    ("x-1." * 1000, " ".join(["x-1"] * 1000)),
+    ("e.g.9" * 600, "e.g. " + "9e g. " * 599 + "9"),
+    ("e.g.9" * 600 + ".jpg ", ("e.g.9" * 600 + ".jpg").lower()),
+    ("ab@." * 750, " ".join(["ab @"] * 750)),
+    ("a%b%" * 750 + "X.com", "a % b % " * 750 + "x.com"),
+    ("ΑΣ-" * 1000, "ασ-" * 999 + "ας"),                        # one word: its last sigma is final
+]
+
+
+@pytest.mark.parametrize("caption, expected", LONG_HANDWORKED, ids=[repr(c[:12]) for c, _ in LONG_HANDWORKED])
+def test_long_runs_handworked(caption, expected):
     assert ptb_tokenize(caption) == expected
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
@@ -138,8 +139,10 @@ _APOS = r"(?:['\x92\u2019]|&" + _ci("apos") + ";)"
 _APOSETC = r"(?:['\x92\u2019`\x91\u2018\u201B]|&" + _ci("apos") + ";)"
 _REDAUX = _APOS + "(?:[msdMSD]|" + _ci("re") + "|" + _ci("ve") + "|" + _ci("ll") + ")"
 _SREDAUX = _ci("n") + _APOSETC + _ci("t")
-_SGML = (r"<(?:[!?][A-Za-z\-][^>\r\n]*|[A-Za-z][A-Za-z0-9_:.\-]*(?: +(?:[A-Za-z][A-Za-z0-9_:.\-]*|"
-         r"[A-Za-z][A-Za-z0-9_:.\-]* *= *(?:'[^']*'|\"[^\"]*\")))* */?|/[A-Za-z][A-Za-z0-9_:.\-]*) *>")
+# The lexer's <[!?][A-Za-z\-][^>\r\n]* *>, <NAME( +ATTR)* */? *> and </NAME *>, with the spaces before
+# '>' written so that Python's regex does not try every split of a long run of spaces.
+_SGML = (r"<(?:[!?][A-Za-z\-][^>\r\n]*>|[A-Za-z][A-Za-z0-9_:.\-]*(?: +(?:[A-Za-z][A-Za-z0-9_:.\-]*|"
+         r"[A-Za-z][A-Za-z0-9_:.\-]* *= *(?:'[^']*'|\"[^\"]*\")))* *(?:/ *)?>|/[A-Za-z][A-Za-z0-9_:.\-]* *>)")
 _ACRO_SPECIAL = "(?:" + _jf("(Canada|Sino|Korean|EU|Japan|non)-U\\.S") + "|" + _jf("U\\.S\\.-(U\\.K|U\\.S\\.S\\.R)") + ")"
 _ACRO = f"(?:{_ACRO_SPECIAL}|[A-Za-z](?:\\.[A-Za-z])*)"
 _ACRO2 = f"(?:{_ACRO_SPECIAL}|[A-Za-z](?:\\.[A-Za-z])+)"
@@ -162,7 +165,8 @@ _ACRONYM_NEXT = _jf(
     "|[W]hile|[W]hat|[Y]et|[Y]ou")
 _FILENAME_EXT = _jf("bat|bmp|c|class|cgi|cpp|dll|doc|docx|exe|gif|gz|h|htm|html|jar|java|jpeg|jpg|mov"
                     "|mp3|pdf|php|pl|png|ppt|ps|py|sql|tar|txt|wav|x|xml|zip")
-_HTHING = (f"[A-Za-z0-9][A-Za-z0-9.,\\u00AD]*(?:-(?:{_ACRO2}\\.|[A-Za-z0-9\\u00AD]+))+")
+_HTHING_TAIL = f"(?:-(?:{_ACRO2}\\.|[A-Za-z0-9\\u00AD]+))+"
+_HTHING = f"[A-Za-z0-9][A-Za-z0-9.,\\u00AD]*{_HTHING_TAIL}"           # matched as its head, then its tail
 _THING_PART = f"(?:[dDoOlL]{_APOSETC}{_RLD})?{_RLD}+"
 _THING = f"{_THING_PART}(?:[-_\\u058A\\u2010\\u2011]{_THING_PART})*"
 _THINGA = "[A-Z]+(?:(?:[+&]|&" + _ci("amp") + ";)[A-Z]+)+"
@@ -177,12 +181,16 @@ _MISCSYMBOL = (r"[+%&~\^|\\\xA6\xA7\xA8\xA9\xAC\xAE\xAF\xB0-\xB3\xB4-\xBA\xD7\xF
 _PHONE = (r"(?:\([0-9]{2,3}\)[ \u00A0]?|(?:\+\+?)?(?:[0-9]{2,4}[\- \u00A0])?[0-9]{2,4}[\- \u00A0])"
           r"[0-9]{3,4}[\- \u00A0]?[0-9]{3,5}|(?:(?:\+\+?)?[0-9]{2,4}\.)?[0-9]{2,4}\.[0-9]{3,4}\.[0-9]{3,5}")
 _URL_WWW = _ci("www") + r"\.(?:[^ \t\n\f\r\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}"
-_URL_COM = (r"(?:[^ \t\n\f\r\"`'<>|.!?(){},-_$]+\.)+(?:"
-            + "|".join(_ci(t) for t in ("com", "net", "org", "edu")) + ")")   # ",-_" is a range, as in JFlex
+_URL_COM_CHAR = r"[^ \t\n\f\r\"`'<>|.!?(){},-_$]"               # ",-_" is a range, as in JFlex
+_URL_TLD = "(?:" + "|".join(_ci(t) for t in ("com", "net", "org", "edu")) + ")"
+_URL_COM = f"(?:{_URL_COM_CHAR}+\\.)+{_URL_TLD}"
 _URL_PATH = r"/[^ \t\n\f\r\"<>|()]+[^ \t\n\f\r\"<>|.!?(){},-]"
 _FULLURL = _ci("http") + _ci("s") + r"?://[^ \t\n\f\r\"<>|(){}]+[^ \t\n\f\r\"<>|.!?(){},-]"
-_EMAIL = ("(?:&" + _ci("lt") + r";|<)?[a-zA-Z0-9][^ \t\n\f\r\"<>|()\u00A0{}]*@(?:[^ \t\n\f\r\"<>|(){}.\u00A0]+\.)*"
-          r"[^ \t\n\f\r\"<>|(){}.\u00A0]+(?:&" + _ci("gt") + ";|>)?")
+_EMAIL_HEAD = "(?:&" + _ci("lt") + r";|<)?[a-zA-Z0-9]"
+_EMAIL_LOCAL_STOP = r"[ \t\n\f\r\"<>|()\u00A0{}]"
+_EMAIL_DOMAIN_CHAR = r"[^ \t\n\f\r\"<>|(){}.\u00A0]"
+_EMAIL_DOMAIN = f"(?:{_EMAIL_DOMAIN_CHAR}+\\.)*{_EMAIL_DOMAIN_CHAR}+(?:&" + _ci("gt") + ";|>)?"
+_EMAIL = _EMAIL_HEAD + "[^" + _EMAIL_LOCAL_STOP[1:] + "*@" + _EMAIL_DOMAIN     # matched in parts (_email)
 _ASIANSMILEY = (r"[\^x=~<>]\.\[\^" + _ci("x") + r"=~<>\]|[\-\^x=~<>']_[\-\^x=~<>']"
                 r"|\([\-\^x=~<>'][_.]?[\-\^x=~<>']\)|\([\^x=~<>']-[\^x=~<>'`]\)")
 _ASCII_LETTER_START = "[A-Za-zİıſK]"    # first characters of caseless ASCII literals
@@ -198,6 +206,7 @@ _CURRENCY = str.maketrans({"\u00A2": "cents", "\u00A3": "#", "\u0080": "$", "\u0
 _BRACKETS = {"(": "-LRB-", ")": "-RRB-", "{": "-LCB-", "}": "-RCB-", "[": "-LSB-", "]": "-RSB-"}
 
 
+@lru_cache(maxsize=1024)
 def _quotes(tok: str, left: bool) -> str:
     """latexQuotes: ' and " become ` `` (probably opening) or ' '' and curly quotes become their ASCII forms."""
     for pattern, repl in (_LEFT_QUOTES if left else _RIGHT_QUOTES) + _UNICODE_QUOTES:
@@ -236,13 +245,16 @@ def _rule(pattern: str, make: Optional[Callable[[str], str]] = None, back: int =
 
 
 def _longest(pattern: str, limit: str, make: Optional[Callable[[str], str]] = None,
-             last: Optional[str] = None) -> Callable[[str, int], _Match]:
+             last: Optional[str] = None, needs: str = "") -> Callable[[str, int], _Match]:
     """A rule whose Python match is not always the longest: try ends from far to near (rare tokens
-    only), up to where ``limit`` reaches and after a character of ``last`` if given."""
-    regex, reach = re.compile(pattern), re.compile(limit)
+    only), up to where ``limit`` reaches and after a character of ``last`` if given, when the text up
+    to there holds ``needs`` (which every match holds)."""
+    regex, reach, needed = re.compile(pattern), re.compile(limit), re.compile(needs)
 
     def match(text: str, pos: int) -> _Match:
         stop = reach.match(text, pos).end()
+        if not needed.search(text, pos, stop):
+            return None
         for end in range(stop, pos, -1):
             if (last is None or text[end - 1] in last) and regex.fullmatch(text, pos, end):
                 tok = text[pos:end]
@@ -263,12 +275,95 @@ def _best_of(*matchers: Callable[[str, int], _Match]) -> Callable[[str, int], _M
     return match
 
 
-def _guarded(guard: str, matcher: Callable[[str, int], _Match]) -> Callable[[str, int], _Match]:
-    """Skip a costly rule unless a cheap necessary condition holds at the position."""
-    regex = re.compile(guard)
+def _longest_of(patterns: list, make: Optional[Callable[[str], str]] = None) -> Callable[[str, int], _Match]:
+    """One rule written as several alternatives: the longest of their matches, all found in one pass."""
+    regex = re.compile("".join(f"(?:(?=({p}))|)" for p in patterns))
+    assert regex.groups == len(patterns)
 
     def match(text: str, pos: int) -> _Match:
-        return matcher(text, pos) if regex.match(text, pos) else None
+        end = max(regex.match(text, pos).regs[1:])[1]     # the spans start at pos, or are (-1, -1)
+        if end < 0:
+            return None
+        tok = text[pos:end]
+        return end, (make(tok) if make else tok), end
+    return match
+
+
+# ---------------------------------------------------------------- bounded scanning
+# A rule may look far ahead (to the end of a run without spaces) and still give a short token; asked
+# again at each of the run's tokens, it would make the tokeniser quadratic in the run's length. What
+# such a rule needs to know about the rest of the run is found once per run and kept, below: the
+# lexer asks about one text at increasing positions, so the last answer usually still holds. (The jar's
+# JFlex lexer scans such runs to their end too, and is itself quadratic on them; its buffer grows, so
+# a token of any length comes out whole.)
+
+
+class _NextFrom:
+    """Where the first match of ``pattern`` at or after a position starts (len(text) if none). The
+    answer found from ``lo`` holds for every position from ``lo`` up to it, so it is kept."""
+
+    def __init__(self, pattern: str):
+        self._search = re.compile(pattern).search
+        self._last: tuple = (None, 0, -1)
+
+    def __call__(self, text: str, pos: int) -> int:
+        last_text, lo, hi = self._last
+        if last_text is text and lo <= pos <= hi:
+            return hi
+        m = self._search(text, pos)
+        hi = m.start() if m else len(text)
+        self._last = (text, pos, hi)                           # one tuple: safe to share across threads
+        return hi
+
+
+class _RunEnd:
+    """Where the match of ``pattern`` (which may be empty) from a position ends, kept for the positions
+    up to there: only for runs that end at the same place from any later position the caller asks."""
+
+    def __init__(self, pattern: str):
+        self._match = re.compile(pattern).match
+        self._last: tuple = (None, 0, 0)
+
+    def __call__(self, text: str, pos: int) -> int:
+        last_text, lo, hi = self._last
+        if last_text is text and lo <= pos < hi:
+            return hi
+        hi = self._match(text, pos).end()
+        self._last = (text, pos, hi)
+        return hi
+
+
+class _PerText:
+    """``make(text)``, kept for the last text asked about."""
+
+    def __init__(self, make: Callable[[str], object]):
+        self._make = make
+        self._last: tuple = (None, None)
+
+    def __call__(self, text: str):
+        last_text, value = self._last
+        if last_text is not text:
+            value = self._make(text)
+            self._last = (text, value)
+        return value
+
+
+def _starts(pattern: str) -> _PerText:
+    """The sorted start positions of a (zero-width) pattern's matches in a text, kept per text."""
+    regex = re.compile(pattern)
+    return _PerText(lambda text: [m.start() for m in regex.finditer(text)])
+
+
+_NEXT_SPACE = _NextFrom(r"[ \t\n\f\r]")
+_SHORT_RUN = 64            # runs up to this long are matched by a rule's own regex
+
+
+def _guard_before(mark: str, matcher: Callable[[str, int], _Match]) -> Callable[[str, int], _Match]:
+    """Skip a costly rule unless ``mark`` occurs before the next space, tab or line break."""
+    next_mark = _NextFrom(mark)
+
+    def match(text: str, pos: int) -> _Match:
+        return matcher(text, pos) if next_mark(text, pos) < _NEXT_SPACE(text, pos) else None
     return match
 
 
@@ -282,33 +377,50 @@ def _skip(pattern: str) -> Callable[[str, int], _Match]:
 
 
 def _acronym(text: str, pos: int) -> _Match:
-    """An acronym before a word that usually starts a sentence: 'I.' gives 'I' then '.', 'U.S.' 'U.S.' then '.'."""
-    m = _ACRONYM_RE.match(text, pos)
+    """An acronym before a word that usually starts a sentence: 'I.' gives 'I' then '.', 'U.S.' 'U.S.' then '.'.
+    ({ACRO}\\./{SPACENL}+({ACRONYM_NEXT}|{SGML}){SPACENL}: the word or the tag, which cannot both match.)"""
+    m = _ACRONYM_HEAD.match(text, pos)
     if m is None:
+        return None
+    after = m.end()
+    total = 0
+    if text.startswith("<", after):
+        tag = _sgml(text, after)
+        if tag is not None and _SPNL_RE.match(text, tag[0]):
+            total = tag[0] + 1
+    else:
+        word = _ACRONYM_NEXT_RE.match(text, after)
+        if word is not None:
+            total = word.end()
+    if not total:
         return None
     end = m.end("t")
     if end - pos == 2:
-        return m.end(), text[pos], pos + 1
-    return m.end(), text[pos:end], end - 1
+        return total, text[pos], pos + 1
+    return total, text[pos:end], end - 1
 
 
-_ACRONYM_RE = re.compile(f"(?P<t>{_ACRO}\\.){_SPNL}+(?:{_ACRONYM_NEXT}|{_SGML}){_SPNL}")
+_ACRONYM_HEAD = re.compile(f"(?P<t>{_ACRO}\\.){_SPNL}+")
+_ACRONYM_NEXT_RE = re.compile(f"{_ACRONYM_NEXT}{_SPNL}")
 _SGML_RE = re.compile(_SGML)
+_SGML_DECLARATION = re.compile(r"<[!?][A-Za-z\-]")
+_NEXT_GT_OR_LINE_END = _NextFrom("[>\r\n]")
 
 
 def _sgml(text: str, pos: int) -> _Match:
-    """An SGML tag: it ends at the first '>' unless a quoted attribute value may hold that one."""
-    first = text.find(">", pos)
-    if first < 0:
-        return None
-    if "'" in text[pos:first] or '"' in text[pos:first]:
-        ends = [i + 1 for i in range(len(text) - 1, first - 1, -1) if text[i] == ">"]
+    """An SGML tag. Its end is unique: a declaration (<!x, <?x) ends at the first '>' of the line, and
+    otherwise the tag's names and quoted values (which may hold '>') leave no choice."""
+    if _SGML_DECLARATION.match(text, pos):
+        end = _NEXT_GT_OR_LINE_END(text, pos + 3)
+        if end >= len(text) or text[end] != ">":
+            return None
+        end += 1
     else:
-        ends = [first + 1]
-    for end in ends:
-        if _SGML_RE.fullmatch(text, pos, end):
-            return end, text[pos:end].replace(" ", "\u00A0"), end
-    return None
+        m = _SGML_RE.match(text, pos)
+        if m is None:
+            return None
+        end = m.end()
+    return end, text[pos:end].replace(" ", "\u00A0"), end
 
 
 
@@ -331,27 +443,177 @@ def _abbrev1(text: str, pos: int) -> _Match:
     return total, text[pos:end], end
 
 
-_URL_HOSTS = (re.compile(_URL_WWW), re.compile(_URL_COM))
-_URL_HOST, _URL_PATH_RE = re.compile(f"{_URL_WWW}|{_URL_COM}"), re.compile(_URL_PATH)
-_NON_SPACE_RUN = re.compile(r"[^ \t\n\f\r]*")
+_URL_WWW_RE, _URL_COM_RE, _URL_PATH_RE = re.compile(_URL_WWW), re.compile(_URL_COM), re.compile(_URL_PATH)
+# x.com's host: dot-separated runs of _URL_COM_CHAR, the last dot followed by com, net, org or edu.
+_URL_COM_RUN = _RunEnd(f"(?:{_URL_COM_CHAR}+\\.)*{_URL_COM_CHAR}*")     # the same from any non-dot inside
+_URL_COM_DOTS = _starts(f"(?=\\.{_URL_TLD})")
+_URL_MARK = r"(?i:\.(?:com|net|org|edu)|www\.)"
+
+
+def _url_com_end(text: str, pos: int) -> int:
+    """Where the longest x.com host from ``pos`` ends (0 if none): after the last '.com' of its run."""
+    run = _URL_COM_RUN(text, pos)
+    if run - pos <= _SHORT_RUN:
+        m = _URL_COM_RE.match(text, pos)
+        return m.end() if m else 0
+    dots = _URL_COM_DOTS(text)
+    i = bisect_left(dots, run) - 1
+    return dots[i] + 4 if i >= 0 and dots[i] > pos else 0
+
+
+def _www_host_ends_at(text: str, pos: int, end: int) -> bool:
+    """Whether a www. host from ``pos`` can end at ``end``, given that the longest one ends at or after it."""
+    for k in (2, 3, 4):
+        dot = end - k - 1
+        if dot > pos + 4 and text[dot] == "." and text[dot + 1:end].isascii() and text[dot + 1:end].isalpha():
+            return True
+    return False
 
 
 def _likely_url(text: str, pos: int) -> _Match:
     """A URL without its scheme (www.x.org/..., x.com/...): the longest host, or a host then a path.
-    (Python's first match may take the path's start as part of the host and miss the longer URL.)"""
-    best = max((m.end() for m in (host.match(text, pos) for host in _URL_HOSTS) if m), default=0)
+    (Python's first match may take the path's start as part of the host and miss the longer URL.)
+    A host ends at or before the longest host's end, an x.com host before its first slash."""
+    www = _URL_WWW_RE.match(text, pos)
+    www_end = www.end() if www else 0
+    com_end = _url_com_end(text, pos)
+    best = max(www_end, com_end)
     if not best:
         return None
-    stop = _NON_SPACE_RUN.match(text, pos).end()
-    slash = text.find("/", pos, stop)
+    slash = text.find("/", pos, best + 1)
+    first = True
     while slash >= 0:
-        if _URL_HOST.fullmatch(text, pos, slash):         # the path runs as far from any slash of the run
-            m = _URL_PATH_RE.match(text, slash)
+        if (slash <= www_end and _www_host_ends_at(text, pos, slash)) or (
+                first and slash <= com_end and _URL_COM_RE.fullmatch(text, pos, slash)):
+            m = _URL_PATH_RE.match(text, slash)               # the path runs as far from any slash of the run
             if m:
                 best = max(best, m.end())
             break
-        slash = text.find("/", slash + 1, stop)
+        first = False
+        slash = text.find("/", slash + 1, best + 1)
     return best, text[pos:best], best
+
+
+_EMAIL_HEAD_RE, _EMAIL_DOMAIN_RE = re.compile(_EMAIL_HEAD), re.compile(_EMAIL_DOMAIN)
+_NEXT_EMAIL_LOCAL_STOP = _NextFrom(_EMAIL_LOCAL_STOP)
+_EMAIL_ATS = _starts(f"@(?={_EMAIL_DOMAIN_CHAR})")                  # an '@' a domain can follow
+
+
+def _email(text: str, pos: int) -> _Match:
+    """An e-mail address: its local part runs to the last '@' before a stop that a domain follows."""
+    ats = _EMAIL_ATS(text)
+    if not ats or ats[-1] < pos:
+        return None
+    head = _EMAIL_HEAD_RE.match(text, pos)
+    if head is None:
+        return None
+    start, stop = head.end(), _NEXT_EMAIL_LOCAL_STOP(text, head.end())
+    i = bisect_left(ats, stop) - 1
+    if i < 0 or ats[i] < start:
+        return None
+    end = _EMAIL_DOMAIN_RE.match(text, ats[i] + 1).end()
+    return end, text[pos:end], end
+
+
+# HTHING: its first part, [A-Za-z0-9][A-Za-z0-9.,\u00AD]*, holds no '-' and so runs to the end of its run.
+_NEXT_NOT_HTHING_HEAD = _NextFrom("[^A-Za-z0-9.,\u00AD]")
+_HTHING_TAILS = (re.compile(f"(?P<t>{_HTHING_TAIL}\\.)[,;:\\u3001]"), re.compile(f"(?P<t>{_HTHING_TAIL})"))
+
+
+def _hthing(text: str, pos: int) -> _Match:
+    """{HTHING} with a period before , ; : or \u3001 as trailing context, and {HTHING} (the longer; on a
+    tie the first), after the head they share."""
+    head_end = _NEXT_NOT_HTHING_HEAD(text, pos)
+    if head_end >= len(text) or text[head_end] != "-":
+        return None
+    best = None
+    for tail in _HTHING_TAILS:
+        m = tail.match(text, head_end)
+        if m is not None and (best is None or m.end() > best.end()):
+            best = m
+    if best is None:
+        return None
+    return best.end(), _unsoft(text[pos:best.end("t")]), best.end("t")
+
+
+# WORD and THING hold no apostrophe or period: the rules that want one after them look where they end.
+_WORD_RE, _REDAUX_RE, _THING_RE = re.compile(_WORD), re.compile(_REDAUX), re.compile(_THING)
+
+
+def _word(text: str, pos: int) -> _Match:
+    """{WORD}/{REDAUX} and {WORD}: the word, with 's 're 've 'll 'm 'd after it as trailing context."""
+    m = _WORD_RE.match(text, pos)
+    if m is None:
+        return None
+    end = m.end()
+    aux = _REDAUX_RE.match(text, end)
+    return (aux.end() if aux else end), _unsoft(text[pos:end]), end
+
+
+def _thing(text: str, pos: int) -> _Match:
+    """{THING} with a period before , ; : or \u3001 as trailing context, and {THING}."""
+    m = _THING_RE.match(text, pos)
+    if m is None:
+        return None
+    end = m.end()
+    if text.startswith(".", end) and end + 1 < len(text) and text[end + 1] in ",;:\u3001":
+        return end + 2, text[pos:end + 1], end + 1
+    return end, text[pos:end], end
+
+
+# A file name: LETDIG+(\.LETDIG+)*\.EXT before a space or [.?!,]. It ends at the last such extension of
+# its run of dot-separated LETDIGs (from a position inside an entity such as &eacute; the run is another).
+_FILENAME_RE = re.compile(f"(?P<t>{_LETDIG}+(?:\\.{_LETDIG}+)*\\.{_FILENAME_EXT})(?:{_SPNL}|[.?!,])")
+_DOTTED_RUN = f"(?:{_LETDIG}+(?:\\.{_LETDIG}+)*)?"
+_DOTTED_RUN_END, _DOTTED_RUN_RE = _RunEnd(_DOTTED_RUN), re.compile(_DOTTED_RUN)
+_FILENAME_EXTS = _PerText(lambda text: [(m.start(), m.end()) for m in re.finditer(
+    f"\\.{_FILENAME_EXT}(?={_SPNL}|[.?!,])", text)])
+_SPLET_RE = re.compile(_SPLET)
+
+
+def _filename(text: str, pos: int) -> _Match:
+    amp = text.rfind("&", max(0, pos - 7), pos)                 # inside an entity?
+    if amp >= 0 and (m := _SPLET_RE.match(text, amp)) is not None and m.end() > pos:
+        run = _DOTTED_RUN_RE.match(text, pos).end()
+    else:
+        run = _DOTTED_RUN_END(text, pos)
+    if run - pos <= _SHORT_RUN:
+        m = _FILENAME_RE.match(text, pos)
+        return (m.end(), text[pos:m.end("t")], m.end("t")) if m else None
+    exts = _FILENAME_EXTS(text)
+    i = bisect_right(exts, (run, len(text) + 1)) - 1
+    while i >= 0 and exts[i][1] > run:
+        i -= 1
+    if i < 0 or exts[i][0] <= pos:
+        return None
+    end = exts[i][1]
+    return end + 1, text[pos:end], end
+
+
+_NEXT_NOT_LETTER = _NextFrom(f"[^{_L}]")
+_NEXT_NOT_ABBREVIATION_LETTER = _NextFrom("[^A-Za-zİıſK\\-]")
+
+
+def _abbreviation(*rules: Callable[[str, int], _Match]) -> Callable[[str, int], _Match]:
+    """Consecutive rules for acronyms and abbreviations (the longest of them; on a tie the earlier one).
+    Each has a period or a space after the ASCII letters and hyphens it starts with: when neither
+    follows them, none can match."""
+    best = _best_of(*rules)
+
+    def match(text: str, pos: int) -> _Match:
+        stop = _NEXT_NOT_ABBREVIATION_LETTER(text, pos)
+        if stop < len(text) and (text[stop] == "." or _SPNL_RE.match(text, stop)):
+            return best(text, pos)
+        return None
+    return match
+
+
+def _apoword(text: str, pos: int) -> _Match:
+    """APOWORD: each alternative has an apostrophe (or &apos;) after the letters it starts with, if any."""
+    stop = _NEXT_NOT_LETTER(text, pos)
+    if stop >= len(text) or text[stop] not in "'\x92\u2019`\x91\u2018\u201B&":
+        return None
+    return _APOWORD(text, pos)
 
 
 def _apoword_parts() -> list:
@@ -364,10 +626,12 @@ def _apoword_parts() -> list:
         _ci("s") + "'" + _ci("mores"), _ci("ev") + "'" + _ci("ry"), _ci("li") + "'" + _ci("l"),
         _ci("nat") + "'" + _ci("l"), _ci("o") + _APOSETC + _ci("o"),
     ]
-    return [_rule(p) for p in parts]
+    return parts
 
 
-_NOT_SPACE = r"[^ \t\n\f\r]*?"
+_APOWORD = _longest_of(_apoword_parts())
+
+
 _RULES: list = [
     # (characters a match can start with, matcher)
     ("[cC]", _rule(_ci("c") + r"\+\+")),
@@ -382,15 +646,14 @@ _RULES: list = [
     ("&", _rule("&" + _ci("amp") + ";", lambda t: "&")),
     ("&", _rule("&(?:" + "|".join(_ci(w) for w in ("HT", "TL", "UR", "LR", "QC", "QL", "QR", "odq", "cdq"))
                 + "|#[0-9]+);")),
-    (f"[{_L}{_LX}&]", _rule(f"(?P<t>{_WORD}){_REDAUX}", _unsoft)),
+    (f"[{_L}{_LX}&]", _word),                                   # {WORD}/{REDAUX}, and {WORD} (after n't)
     ("[A-Za-z\u00AD]", _rule(f"(?P<t>[A-Za-z\\u00AD]*[A-MO-Za-mo-z]\\u00AD*){_SREDAUX}", _unsoft)),
-    (f"[{_L}{_LX}&]", _rule(_WORD, _unsoft)),
-    (f"[{_L}'\x92\u2019&]", _guarded(_NOT_SPACE + "['\x92\u2019`\x91\u2018\u201B&]", _best_of(*_apoword_parts()))),
+    (f"[{_L}'\x92\u2019&]", _apoword),
     ("[yY]", _rule(f"(?P<t>{_ci('y')}{_APOS}){_RL}")),
     ("[hH]", _rule(_FULLURL)),
     ("[^ \t\n\f\r\"`'<>|.!?(){},\\-_$]|[wW]",
-     _guarded(r"(?i:[^ \t\n\f\r]*?(?:\.(?:com|net|org|edu)|www\.))", _likely_url)),
-    ("[&<a-zA-Z0-9]", _guarded(r"[^ \t\n\f\r@]*@", _rule(_EMAIL))),
+     _guard_before(_URL_MARK, _likely_url)),
+    ("[&<a-zA-Z0-9]", _email),
     ("[@#]", _rule(f"@[a-zA-Z_][a-zA-Z_0-9]*|#{_LET}+")),
     ("['\x92\u2019&]", _rule(f"(?P<t>{_REDAUX})[^A-Za-z]", lambda t: _quotes(t, False))),
     ("[nN]", _rule(f"(?P<t>{_SREDAUX})[^A-Za-z]", lambda t: _quotes(t, False))),
@@ -411,24 +674,26 @@ _RULES: list = [
     ("[\u00A2\u00A3\u00A4\u00A5\u0080\u20A0\u20AC\u060B\u0E3F\u20A4\uFFE0\uFFE1\uFFE5\uFFE6]",
      _rule("[\u00A2\u00A3\u00A4\u00A5\u0080\u20A0\u20AC\u060B\u0E3F\u20A4\uFFE0\uFFE1\uFFE5\uFFE6]",
            lambda t: t.translate(_CURRENCY))),
-    (_ASCII_LETTER_START, _acronym),
-    (_ASCII_LETTER_START, _rule(f"(?P<t>{_ABBREV3}){_SPNL}?{_DIG}")),
-    ("[pPcC]", _rule(f"(?P<t>{_PTY}){_SP}(?:{_ci('ltd')}|{_ci('lim')})")),
-    (_ASCII_LETTER_START, _abbrev1),
-    (_ASCII_LETTER_START, _rule(f"{_ABBREV4}\\.")),
-    (_ASCII_LETTER_START, _rule(f"(?P<t>{_ABBREV4}){_SP}")),
-    (_ASCII_LETTER_START, _rule(f"(?P<t>{_ACRO}){_SPNL}")),
+    (_ASCII_LETTER_START, _abbreviation(
+        _acronym,
+        _rule(f"(?P<t>{_ABBREV3}){_SPNL}?{_DIG}"),
+        _rule(f"(?P<t>{_PTY}){_SP}(?:{_ci('ltd')}|{_ci('lim')})"),
+        _abbrev1,
+        _rule(f"{_ABBREV4}\\."),
+        _rule(f"(?P<t>{_ABBREV4}){_SP}"),
+        _rule(f"(?P<t>{_ACRO}){_SPNL}"))),
     ("['\x92\u2019&]", _rule(f"(?P<t>{_APOS}[0-9][0-9]){_SPNL}")),
-    (f"[{_L}{_LX}{_D}&]", _rule(f"(?P<t>{_LETDIG}+(?:\\.{_LETDIG}+)*\\.{_FILENAME_EXT})(?:{_SPNL}|[.?!,])")),
+    (f"[{_L}{_LX}{_D}&]", _filename),
     (f"[{_L}{_LX}&]", _rule(f"(?P<t>{_WORD}\\.)[,;:\\u3001]", _unsoft)),
-    ("[(+0-9]", _longest(_PHONE, r"[0-9()+.\- \u00A0]{0,24}", lambda t: _parens(t.replace(" ", "\u00A0")), last="0123456789")),
+    ("[(+0-9]", _longest(_PHONE, r"[0-9()+.\- \u00A0]{0,24}", lambda t: _parens(t.replace(" ", "\u00A0")),
+                          last="0123456789", needs="[0-9]{3}")),
     ('["&]', _rule('(?P<t>"|&' + _ci("quot") + ";)[A-Za-z0-9$]", lambda t: _quotes(t, True))),
     ('["&]', _rule('"|&' + _ci("quot") + ";", lambda t: _quotes(t, False))),
     ("\x7f", _skip("\x7f")),
     ("[<&]", _rule("<|&" + _ci("lt") + ";", lambda t: "<")),
     ("[>&]", _rule(">|&" + _ci("gt") + ";", lambda t: ">")),
     ("[<>:;=]", _rule(r"(?P<t>[<>]?[:;=][\-o*']?[()DPdpO\\{@|\[\]])[^A-Za-z0-9]", _parens)),
-    (r"[\^xX=~<>'\-(]", _best_of(*(_rule(p, _parens) for p in _ASIANSMILEY.split("|")))),
+    (r"[\^xX=~<>'\-(]", _longest_of(_ASIANSMILEY.split("|"), _parens)),
     (r"[{}\[\]()]", _rule(r"[{}\[\]()]", _BRACKETS.__getitem__)),
     ("-", _rule("-+", lambda t: "--" if 3 <= len(t) <= 4 else t)),
     ("[.\x85\u2026]", _rule(r"\.{3,5}|(?:\.[ \u00A0]){2,4}\.|[\x85\u2026]", lambda t: "...")),
@@ -440,10 +705,8 @@ _RULES: list = [
      _rule("[.\u00A1\u00BF\u037E\u0589\u061F\u06D4\u0700-\u0702\u07FA\u3002]")),
     ("=", _rule("=")),
     ("/", _rule("/")),
-    ("[A-Za-z0-9]", _rule(f"(?P<t>{_HTHING}\\.)[,;:\\u3001]", _unsoft)),
-    ("[A-Za-z0-9]", _rule(_HTHING, _unsoft)),
-    (f"[{_L}{_D}]", _rule(f"(?P<t>{_THING}\\.)[,;:\\u3001]")),
-    (f"[{_L}{_D}]", _rule(_THING)),
+    ("[A-Za-z0-9]", _hthing),                                   # {HTHING}\./[,;:] and {HTHING}
+    (f"[{_L}{_D}]", _thing),                                    # {THING}\./[,;:] and {THING}
     ("[A-Z]", _rule(f"(?P<t>{_THINGA}\\.)[,;:\\u3001]", lambda t: _AMP.sub("&", t))),
     ("[A-Z]", _rule(_THINGA, lambda t: _AMP.sub("&", t))),
     ("'", _rule("(?P<t>')[A-Za-z][^ \t\n\r\u00A0]", lambda t: _quotes(t, True))),
@@ -492,7 +755,7 @@ _FAST_RUN = re.compile(
     "(?:[ \t][ \t\u00A0\u2000-\u200A\u3000]*|\n"
     f"|(?!{_SPLIT}(?![A-Za-z]))[A-Za-z]+{_END}"
     f"|[A-Za-z]+(?:-[A-Za-z]+)+{_END}"
-    f"|[A-Za-z0-9]*[0-9][A-Za-z0-9]*(?=\n| [^0-9]|[)\"]|[,;:!?][ \n\"])"
+    f"|[A-Za-z]*[0-9][A-Za-z0-9]*(?=\n| [^0-9]|[)\"]|[,;:!?][ \n\"])"       # (its first digit: no backtracking)
     f"|[0-9]+(?:[.,:][0-9]+)+(?=\n| [^0-9]|[)\"]|[,;:!?][ \n\"])"
     f"|(?!{_SPLIT}\\.|{_ABBREV_WORD}\\.)[A-Za-z]{{2,}}\\.(?=\n| [^.]|[\")])"
     f"|(?:[A-Za-z]{{2,}}|I)'(?:s|re|ve|ll|m|d){_END}"
@@ -567,14 +830,20 @@ def _java_lower(token: str) -> str:
                 current += 1
             word.append(current)
     cased = [_java_cased(ch) for ch in token]
+    cased_before, cased_after = [False] * n, [False] * n      # a cased letter before / after it in its word
+    for order, seen in ((range(n), cased_before), (range(n - 1, -1, -1), cased_after)):
+        previous, any_cased = 0, False
+        for i in order:
+            if not word[i] or word[i] != previous:
+                any_cased = False
+            seen[i], previous = any_cased and bool(word[i]), word[i]
+            any_cased = any_cased or cased[i]
     out = []
     for i, ch in enumerate(token):
         if ch != "\u03A3":
             out.append(ch.lower())
             continue
-        same = [j for j in range(n) if word[j] == word[i]] if word[i] else [i]
-        final = any(cased[j] for j in same if j < i) and not any(cased[j] for j in same if j > i)
-        out.append("\u03C2" if final else "\u03C3")
+        out.append("\u03C2" if cased_before[i] and not cased_after[i] else "\u03C3")
     return "".join(out)
 
 
