@@ -39,6 +39,7 @@ class DistillationKL(ReferenceFreeMetric):
         max_length: int | None = None,
         batch_size: int = 8,
         device: str | None = None,
+        max_memory_mb: float | None = None,
         text_field: str = "output",
         name: str = "kl_divergence",
         track: bool = True,
@@ -50,7 +51,8 @@ class DistillationKL(ReferenceFreeMetric):
         s = student if isinstance(student, CausalLM) else load_causal_lm(student, device=device)
         self._scorer = DistillationKLScorer(t, s, temperature=temperature, top_k=top_k, reverse=reverse,
                                             add_start_token=add_start_token, stride=stride,
-                                            max_length=max_length, batch_size=batch_size)
+                                            max_length=max_length, batch_size=batch_size,
+                                            max_memory_mb=max_memory_mb)
         self.reduction = reduction
         self.teacher_name, self.student_name = t.name, s.name
         self.signature = self._scorer.signature.extended(reduction=reduction, **{"opik-metrics": ours()})

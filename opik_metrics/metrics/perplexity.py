@@ -30,6 +30,7 @@ class Perplexity(ReferenceFreeMetric):
         max_length: int | None = None,
         batch_size: int = 16,
         device: str | None = None,
+        max_memory_mb: float | None = None,
         text_field: str = "output",
         name: str = "perplexity",
         track: bool = True,
@@ -37,7 +38,8 @@ class Perplexity(ReferenceFreeMetric):
     ) -> None:
         lm = model if isinstance(model, CausalLM) else load_causal_lm(model, device=device)
         self._scorer = PerplexityScorer(lm, add_start_token=add_start_token, stride=stride,
-                                        max_length=max_length, batch_size=batch_size)
+                                        max_length=max_length, batch_size=batch_size,
+                                        max_memory_mb=max_memory_mb)
         self.model_name = lm.name
         self.signature = self._scorer.signature.extended(**{"opik-metrics": ours()})
         super().__init__(name=name, text_field=text_field, track=track, project_name=project_name)

@@ -139,3 +139,9 @@ def test_bad_options_are_clear_errors(gpt2_dir):
         Perplexity(model=str(gpt2_dir), max_length=4096, track=False)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         Perplexity(model=str(gpt2_dir), batch_size=0, track=False)
+
+
+def test_the_memory_budget_reaches_the_scorer_and_is_checked(gpt2_dir):
+    assert Perplexity(model=str(gpt2_dir), max_memory_mb=600, track=False)._scorer.max_memory_mb == 600
+    with pytest.raises(ValueError, match="max_memory_mb"):
+        Perplexity(model=str(gpt2_dir), max_memory_mb=10, track=False)      # below the logits work itself
