@@ -17,7 +17,7 @@ import sys
 from opik_metrics.core.table import format_table
 
 BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_cider", "bench_bertscore", "bench_clipscore",
-              "bench_perplexity"]
+              "bench_perplexity", "bench_lm_memory"]
 _MARK = "@@bench-rows@@"
 _CHILD = ("import json, sys, importlib; m = importlib.import_module('bench.' + sys.argv[1]); "
           "rows = m.main(int(sys.argv[2])) if sys.argv[2] != '0' else m.main(); "
@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += got
         if not got:
             failed.append(name)
-    table = [[r["benchmark"], r["ours_per_s"], r["reference_per_s"], r["ratio"], r["target"],
+    table = [[r["benchmark"], r["ours_per_s"], "-" if r["reference_per_s"] is None else r["reference_per_s"],
+              r["ratio"], r["target"],
               "yes" if r["identical"] else "NO", "met" if _met(r) else "MISSED"]
              for r in rows]
     print()
