@@ -1,9 +1,11 @@
 """Fetch images by URL robustly: timeouts (a total deadline per URL, enforced while bytes
 trickle in), retries with backoff on transient errors, a size limit, content checks, full PIL
 decoding, a disk cache keyed by URL and parallel fetches. A failure is a result with its reason,
-never an exception. Only failures that are permanent for the content are cached (HTTP 404/410,
-not an image, too large for the limit it was fetched with, with that limit); transient ones
-(DNS, connection errors, timeouts, 5xx) are fetched again next time.
+never an exception, except one: a cache folder that cannot be created or written raises
+``ImageCacheError`` once, on first use, before any download. Only failures that are permanent
+for the content are cached (HTTP 404/410, not an image, too large for the limit it was fetched
+with, with that limit); transient ones (DNS, connection errors, timeouts, 5xx) are fetched again
+next time.
 """
 from __future__ import annotations
 
@@ -44,6 +46,26 @@ def default_cache_dir() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache").expanduser() / "opik-metrics" / "images"
+
+
+class ImageCacheError(ValueError):
+    """The image cache folder cannot be created or written: no fetch could keep its image, so the
+    run stops at once with this one message instead of recording every item as failed. A
+    ``ValueError``, so the CLI prints it as one line (exit status 2)."""
+
+    def __init__(self, folder: Path, cause: str) -> None:
+        super().__init__(f"cannot use the image cache folder {folder}: {cause}; choose another with "
+                         f"--cache-dir or ${CACHE_ENV}")
+        self.folder = folder
+        self.cause = cause
+
+
+def _describe_os_error(exc: OSError, folder: Path) -> str:
+    """``exc`` in words, naming the path it is about when that is not ``folder`` itself."""
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename and Path(os.fsdecode(exc.filename)) != folder:
+        cause += f" ({os.fsdecode(exc.filename)})"
+    return cause
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,16 @@ class ImageFetcher:
     ``backoff * 2**attempt`` seconds (or the server's Retry-After), capped by ``max_backoff``.
     ``fetch_many`` stops at the first Ctrl-C: its worker threads are daemons and give up their
     downloads; what is already in the cache stays.
+
+    The cache folder is checked twice, and ``ImageCacheError`` names it, the cause and how to
+    choose another. At construction, cheaply and without changing anything on disk (a ``stat`` of
+    the folder or its nearest existing parent and an ``access`` check; nothing is created): the
+    CLI builds its fetcher before the run, so an unusable folder (under a file, on read-only
+    storage, not ours) stops the command with one line instead of failing every item, which
+    the experiment runner would record per item. On first use (``fetch``/``fetch_many``), for
+    real: the folder is created and a file written and removed, which catches what ``access``
+    cannot see (root on a chmod'ed folder is fine, a full disk or ACLs are not); that raises
+    once, before any download.
     """
 
     def __init__(self, cache_dir: str | Path | None = None, *, timeout: float | tuple[float, float] = (5.0, 15.0),
@@ -179,6 +211,9 @@ class ImageFetcher:
         self.cache_failures = cache_failures
         self._sleep = sleep
         self._local = threading.local()
+        self._cache_lock = threading.Lock()
+        self._cache_ready = False
+        self._precheck_cache()
 
     def settings(self) -> dict[str, Any]:
         """The fetch settings, for the experiment config."""
@@ -186,6 +221,49 @@ class ImageFetcher:
                 "max_bytes": self.max_bytes, "max_pixels": self.max_pixels, "workers": self.workers}
 
     # ---- cache --------------------------------------------------------------------------
+
+    def _precheck_cache(self) -> None:
+        """The cheap check at construction: the folder, or the nearest parent that exists (where
+        it would be created), is a folder we may write into. Creates nothing, writes nothing."""
+        folder = self.cache_dir
+        try:
+            existing = folder
+            while not os.path.lexists(existing) and existing.parent != existing:
+                existing = existing.parent
+            if existing == folder and not folder.is_dir():
+                raise ImageCacheError(folder, "it exists and is not a folder")
+            if not existing.is_dir():
+                raise ImageCacheError(folder, f"Not a directory ({existing} is a file)")
+            if not os.access(existing, os.W_OK | os.X_OK):
+                why = "Read-only file system" if _read_only_mount(existing) else "Permission denied"
+                where = "" if existing == folder else f" ({existing})"
+                raise ImageCacheError(folder, f"{why}{where}")
+        except OSError as exc:
+            raise ImageCacheError(folder, _describe_os_error(exc, folder)) from exc
+
+    def check_cache(self) -> None:
+        """Make sure the cache folder exists and takes files; raise ``ImageCacheError`` naming the
+        folder and the cause when it does not. Checked once per fetcher when it succeeds (a failure
+        is checked again at the next use: the folder may have been fixed meanwhile)."""
+        if self._cache_ready:
+            return
+        with self._cache_lock:
+            if self._cache_ready:
+                return
+            folder = self.cache_dir
+            try:
+                if folder.exists() and not folder.is_dir():
+                    raise ImageCacheError(folder, "it exists and is not a folder")
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(b"ok")
+                finally:
+                    Path(probe).unlink(missing_ok=True)
+            except OSError as exc:
+                raise ImageCacheError(folder, _describe_os_error(exc, folder)) from exc
+            self._cache_ready = True
 
     def _paths(self, url: str) -> tuple[Path, Path, Path]:
         key = hashlib.sha256(url.encode("utf-8")).hexdigest()
@@ -360,6 +438,7 @@ class ImageFetcher:
         if problem:
             return FetchedImage(str(url), error=problem)
         url = url.strip()
+        self.check_cache()
         cached = self._from_cache(url)
         if cached is not None:
             return cached
@@ -417,6 +496,8 @@ class ImageFetcher:
         results: dict[str, FetchedImage] = {}
         if not distinct:
             return []
+        if any(check_url(url) is None for url in distinct):
+            self.check_cache()     # raised here, once, before any worker starts a download
         todo: queue.SimpleQueue[str] = queue.SimpleQueue()
         for url in distinct:
             todo.put(url)
@@ -452,6 +533,14 @@ class ImageFetcher:
         finally:
             cancel.set()
         return [results[str(u)] for u in urls]
+
+
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path`` lies on a file system mounted read-only (False when that cannot be told)."""
+    try:
+        return bool(os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1))
+    except (AttributeError, OSError):
+        return False
 
 
 def _retry_after(response: requests.Response) -> float | None:
