@@ -2,7 +2,7 @@
 with document frequencies fitted on the references of the whole set (a corpus context)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.metrics.base import ScoreResult

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from opik_metrics.neural.models.encoders import resolve_device, resolve_dtype
+from opik_metrics.neural.models.load_cache import LoadCache
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 _NO_LIMIT = 1_000_000  # tokenizers without a maximum report ~1e30
@@ -50,9 +51,7 @@ class LoadedClip:
         return f"{type(self.image_processor).__name__}:{size}"
 
 
-_CACHE: dict[tuple, LoadedClip] = {}
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE: LoadCache[LoadedClip] = LoadCache()
 
 
 def load_clip(name: str, device: str | torch.device | None = None,
@@ -62,25 +61,12 @@ def load_clip(name: str, device: str | torch.device | None = None,
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     key = (resolved.source, str(dev), str(dt))
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with key_lock:  # one load per key; other keys load in parallel
-        with _CACHE_LOCK:
-            if key in _CACHE:
-                return _CACHE[key]
-        clip = _load(name, resolved, dev, dt)
-        with _CACHE_LOCK:
-            _CACHE[key] = clip
-        return clip
+    return _CACHE.get(key, lambda: _load(name, resolved, dev, dt))
 
 
 def clear_cache() -> None:
     """Forget every cached CLIP (tests, or to free memory)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
-        _KEY_LOCKS.clear()
+    _CACHE.clear()
 
 
 def _load(name: str, resolved: ResolvedModel, device: torch.device, dtype: torch.dtype) -> LoadedClip:

@@ -3,7 +3,6 @@ computes it (start token prepended), with a sliding window for texts longer than
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -13,7 +12,7 @@ import torch.nn.functional as F
 from opik_metrics.core.signature import Signature
 from opik_metrics.neural.models.causal_lm import CausalLM
 from opik_metrics.neural.lm.formulas import perplexity_from_statistics, safe_exp
-from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, forward_logits, pad_rows  # noqa: F401 (re-export)
+from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch, pad_rows
 from opik_metrics.neural.lm.chunks import (PERPLEXITY_BYTES_PER_LOGIT, ScoredStates, check_fits, chunk_positions,
                                            max_batch_tokens, spans, validate_max_memory_mb)
 from opik_metrics.neural.lm.rows import encode_texts, resolve_start_token

@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import shutil
-import threading
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import torch
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import package_version
 from opik_metrics.neural.models.encoders import resolve_device
+from opik_metrics.neural.models.load_cache import LoadCache
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 # Tokenizers without a real limit report a huge sentinel (1e30); anything above this is "none".
@@ -95,9 +95,7 @@ def _config_digest(config: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
-_CACHE: dict[tuple, CausalLM] = {}
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
-_GUARD = threading.Lock()
+_CACHE: LoadCache[CausalLM] = LoadCache()
 
 
 def load_causal_lm(name: str, device: str | None = None, dtype: torch.dtype = torch.float32) -> CausalLM:
@@ -105,21 +103,12 @@ def load_causal_lm(name: str, device: str | None = None, dtype: torch.dtype = to
     resolved = resolve_model(name)
     device = str(resolve_device(device))
     key = (resolved.source, resolved.gguf_file, str(device), str(dtype))
-    with _GUARD:
-        if key in _CACHE:
-            return _CACHE[key]
-        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        if key not in _CACHE:
-            _CACHE[key] = _load(name, resolved, device, dtype)
-        return _CACHE[key]
+    return _CACHE.get(key, lambda: _load(name, resolved, device, dtype))
 
 
 def clear_cache() -> None:
     """Forget every cached model (tests, or to free memory)."""
-    with _GUARD:
-        _CACHE.clear()
-        _KEY_LOCKS.clear()
+    _CACHE.clear()
 
 
 def _load(name: str, resolved: ResolvedModel, device: str, dtype: torch.dtype) -> CausalLM:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from opik_metrics.neural.models.load_cache import LoadCache
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
 _HALF = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
@@ -38,9 +39,7 @@ class LoadedEncoder:
         return str(getattr(self.model.config, "_attn_implementation", None) or "eager")
 
 
-_CACHE: dict[tuple, LoadedEncoder] = {}
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE: LoadCache[LoadedEncoder] = LoadCache()
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -79,24 +78,12 @@ def load_encoder(name: str, num_layers: int, device: str | torch.device | None =
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     key = (resolved.source, resolved.gguf_file, int(num_layers), str(dev), str(dt))
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with key_lock:  # one load per key; other keys load in parallel
-        with _CACHE_LOCK:
-            if key in _CACHE:
-                return _CACHE[key]
-        encoder = _load(resolved, int(num_layers), dev, dt)
-        with _CACHE_LOCK:
-            _CACHE[key] = encoder
-        return encoder
+    return _CACHE.get(key, lambda: _load(resolved, int(num_layers), dev, dt))
 
 
 def loaded_count() -> int:
     """How many encoders this process holds (for tests and diagnostics)."""
-    with _CACHE_LOCK:
-        return len(_CACHE)
+    return len(_CACHE)
 
 
 def _load(resolved: ResolvedModel, num_layers: int, device: torch.device, dtype: torch.dtype) -> LoadedEncoder:
