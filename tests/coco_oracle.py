@@ -5,11 +5,10 @@ no environment is set here.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 
-import pytest
+from tests.required_tool import require_tool
 
 # The jar breaks lines at these as well as at "\n" (which pycocoevalcap replaces by a space): a caption
 # holding one would shift every later caption onto the wrong image. They count as spaces here, as in
@@ -29,13 +28,8 @@ def java_path() -> str | None:
 
 def require_java() -> str:
     """Java's path; fails the test when OPIK_METRICS_REQUIRE_JAVA=1 and none is found, else skips."""
-    java = java_path()
-    if java is None:
-        reason = "java not found on PATH; pycocoevalcap's PTB tokenizer is a Stanford CoreNLP jar"
-        if os.environ.get("OPIK_METRICS_REQUIRE_JAVA") == "1":
-            pytest.fail(reason + " and OPIK_METRICS_REQUIRE_JAVA=1")
-        pytest.skip(reason)
-    return java
+    return require_tool(java_path(), "OPIK_METRICS_REQUIRE_JAVA",
+                        "java not found on PATH; pycocoevalcap's PTB tokenizer is a Stanford CoreNLP jar")
 
 
 def jar_tokenize(captions: list[str]) -> list[str]:

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
+from tests.required_tool import require_tool
 
 TIMEOUT_S = 60
 _FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,13 +28,8 @@ def find_chromium() -> str | None:
 
 def require_chromium() -> str:
     """The browser's path; fails the test when OPIK_METRICS_REQUIRE_BROWSER=1 and none is found, else skips."""
-    browser = find_chromium()
-    if browser is None:
-        reason = "chromium not found (/usr/bin/chromium or on PATH); it renders the HTML report"
-        if os.environ.get("OPIK_METRICS_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason + " and OPIK_METRICS_REQUIRE_BROWSER=1")
-        pytest.skip(reason)
-    return browser
+    return require_tool(find_chromium(), "OPIK_METRICS_REQUIRE_BROWSER",
+                        "chromium not found (/usr/bin/chromium or on PATH); it renders the HTML report")
 
 
 def _run(arguments: list[str]) -> subprocess.CompletedProcess:
