@@ -41,7 +41,7 @@ java:
 	  || echo "could not install java: the tests against pycocoevalcap's jar will be skipped"; }
 
 test: $(STAMP) browser java
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

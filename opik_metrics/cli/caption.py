@@ -13,7 +13,7 @@ from opik_metrics.core.table import format_table
 
 def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``caption`` (also used by ``python -m opik_metrics.pipelines.captioning``)."""
-    from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL, GENERATION_DEFAULTS
+    from opik_metrics.pipelines.captioning.defaults import CAPTION_MODEL, GENERATION_DEFAULTS
 
     g = parser.add_argument_group("data (one source)")
     g.add_argument("--tsv", metavar="PATH_OR_URL", help="Conceptual Captions TSV: caption<TAB>url, no header")

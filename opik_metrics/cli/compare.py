@@ -13,7 +13,7 @@ from opik_metrics.compare.summary import format_comparison
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from opik_metrics.compare.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="experiments to compare (two or more); the first is the baseline")

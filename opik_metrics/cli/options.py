@@ -5,7 +5,7 @@ import argparse
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.metrics.catalog import metric_spec
+from opik_metrics.metrics.catalog import MetricRecipe, metric_spec
 
 
 def metric_kwargs(name: str, args: argparse.Namespace,
@@ -25,8 +25,8 @@ def metric_kwargs(name: str, args: argparse.Namespace,
                 "idf": args.idf, "idf_references": references if args.idf else None,
                 "rescale_with_baseline": args.rescale_with_baseline or args.baseline_path is not None,
                 "baseline_path": args.baseline_path, "batch_size": args.batch_size, "device": args.device}
-    if name in ("cider", "coco"):      # document frequencies: fitted on every reference by score_texts
-        return {"tokenize": args.caption_tokenize}
+    if name in ("cider", "coco"):      # document frequencies from every reference of the input
+        return {"tokenize": args.caption_tokenize, "df_references": references}
     if name == "perplexity":
         return {"model": args.perplexity_model, "stride": args.stride}
     if name == "distillation_kl":
@@ -40,8 +40,15 @@ def metric_kwargs(name: str, args: argparse.Namespace,
 def build_metrics(names: Sequence[str], args: argparse.Namespace,
                   references: list[list[str]] | None = None, **common: Any) -> list[Any]:
     """The named catalog metrics, built from the options (``common`` goes to each, e.g. track=False)."""
+    return metric_recipe(names, args, references, **common)()
+
+
+def metric_recipe(names: Sequence[str], args: argparse.Namespace,
+                  references: list[list[str]] | None = None, **common: Any) -> MetricRecipe:
+    """How to build the named catalog metrics from the options, in this process or a worker."""
     specs = [metric_spec(n) for n in names]
-    return [spec.build(**common, **metric_kwargs(spec.name, args, references)) for spec in specs]
+    return MetricRecipe.of([(spec.name, {**common, **metric_kwargs(spec.name, args, references)})
+                            for spec in specs])
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:

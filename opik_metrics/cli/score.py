@@ -59,6 +59,19 @@ def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    if args.input is not None:
+        from opik_metrics.cli.score_records import score_records
+        return score_records(args)
+    if args.predictions is None:
+        raise CLIError("give --input RECORDS (JSONL, CSV, Parquet) or --predictions FILE with --references FILE")
+    given = [f"--{o.replace('_', '-')}" for o in ("output", "field", "input_format", "overwrite") if getattr(args, o)]
+    if args.engine != "local":
+        given.append("--engine")
+    if given:
+        raise CLIError(f"{', '.join(given)} go with --input records")
+    needs_image = [n for n in args.metric or [] if metric_spec(n).needs_image]
+    if needs_image:
+        raise CLIError(f"{', '.join(needs_image)} scores images: give --input records with an image field")
     from opik_metrics.experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
@@ -99,15 +112,32 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``score`` to the main parser's sub-commands."""
-    score = sub.add_parser("score", help="score a predictions file against reference files, one entry a line")
-    score.add_argument("--predictions", "-p", required=True, help="file of predictions, one a line")
-    score.add_argument("--references", "-r", action="append",
-                       help="file of references, one a line; repeat for several references per item "
-                       "(needed by reference-based metrics)")
-    score.add_argument("--metric", "-m", action="append",
-                       choices=sorted(name for name, spec in METRICS.items() if not spec.needs_image),
-                       help="metric to compute (repeatable; default: rouge and bleu; clipscore scores images: "
-                       "use `opik-metrics caption --metric clipscore`)")
+    score = sub.add_parser("score", help="score records (JSONL, CSV, Parquet) or a predictions file against "
+                           "reference files")
+    g = score.add_argument_group("records (streamed in chunks, one output row per record)")
+    g.add_argument("--input", "-i", metavar="FILE", help="records with fields output, reference (a string or a "
+                   "list) and image where a metric needs it: .jsonl, .csv (header row) or .parquet")
+    g.add_argument("--input-format", choices=["jsonl", "csv", "parquet"], help="when the extension does not say")
+    g.add_argument("--field", action="append", metavar="INPUT=COLUMN",
+                   help="read an input from another column: output=pred, reference=ref_a,ref_b (several "
+                   "columns make the list of references), image=url (repeatable)")
+    g.add_argument("--output", "-o", metavar="FILE", help="write one row per record to FILE (.parquet or .jsonl): "
+                   "index, every score, reason; a re-run with the same FILE resumes")
+    g.add_argument("--overwrite", action="store_true", help="start --output over instead of resuming it")
+    g.add_argument("--chunk-size", type=int, default=1024, help="records scored at a time (default 1024)")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: this process (default); ray: Ray Data workers (pip install 'opik-metrics[ray]')")
+    g.add_argument("--workers", type=int, default=2, help="Ray workers (default 2)")
+    g.add_argument("--address", help="a running Ray cluster's address (default: start a local one)")
+    g.add_argument("--num-gpus", type=float, default=0, help="GPUs per Ray worker, for model-backed metrics")
+    g = score.add_argument_group("text files (one entry a line)")
+    g.add_argument("--predictions", "-p", help="file of predictions, one a line")
+    g.add_argument("--references", "-r", action="append",
+                   help="file of references, one a line; repeat for several references per item "
+                   "(needed by reference-based metrics)")
+    score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
+                       help="metric to compute (repeatable; default: rouge and bleu; clipscore scores the "
+                       "records' images)")
     score.add_argument("--format", choices=["table", "json"], default="table")
     score.add_argument("--items", action="store_true", help="also print a per-item table")
     score.add_argument("--no-progress", action="store_true", help="hide progress bars")

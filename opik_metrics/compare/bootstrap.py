@@ -30,9 +30,7 @@ __all__ = [
     "wins_ties_losses",
 ]
 
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 12345  # sacrebleu's default SACREBLEU_SEED
-DEFAULT_CONFIDENCE = 0.95
+from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: F401 (re-exported)
 
 #: Upper bound on the elements of one temporary (resamples x items) block, to bound memory.
 _CHUNK_ELEMENTS = 1 << 22

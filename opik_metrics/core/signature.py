@@ -23,6 +23,10 @@ class Signature(str):
         made.fields = dict(fields)
         return made
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its text and fields (to Ray workers, to other processes), rebuilt exactly."""
+        return _rebuild, (str(self), self.fields)
+
     def extended(self, **more: Any) -> "Signature":
         """This signature with more fields appended (same rendering for the old ones)."""
         return _join(self, Signature(more))
@@ -30,6 +34,12 @@ class Signature(str):
     def as_dict(self) -> dict[str, Any]:
         """Structured form for configs: the string and its fields."""
         return {"text": str(self), "fields": _jsonable(self.fields)}
+
+
+def _rebuild(text: str, fields: dict[str, Any]) -> Signature:
+    made = str.__new__(Signature, text)
+    made.fields = dict(fields)
+    return made
 
 
 def _join(first: Signature, second: Signature) -> Signature:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from opik.evaluation.metrics.score_result import ScoreResult
+from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 
 from opik_metrics.core import facts_of
 

@@ -10,13 +10,13 @@ import contextlib
 import gc
 from typing import Any, Iterator, Sequence
 
-from opik.evaluation.metrics import base_metric, score_result
+import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
 from opik_metrics.metrics.opik_results import scoring_inputs
 
-ScoreResult = score_result.ScoreResult
+ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
 
 
 @contextlib.contextmanager
@@ -33,8 +33,12 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class PackMetric(base_metric.BaseMetric, abc.ABC):
+class PackMetric(_opik.BaseMetric, abc.ABC):
     """A metric of this pack: Opik's ``BaseMetric`` plus the facts and statistics it states.
+
+    It subclasses the lightweight ``BaseMetric`` the opik wheel ships (``_opik``, the base of
+    ``opik.evaluation.metrics.BaseMetric``) so that scoring text never pays ``import opik`` (6 s);
+    ``track=True`` adds what Opik's full class adds (see ``metrics/tracking.py``).
 
     Subclasses set ``self.signature`` before calling ``__init__`` and say which scores they emit
     (``_score_facts``) and, when they have one, how their corpus score is made (``_corpus_facts``).
@@ -47,7 +51,12 @@ class PackMetric(base_metric.BaseMetric, abc.ABC):
     def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name: expected a non-empty string, got {name!r}")
+        if not track and project_name is not None:
+            raise ValueError("project_name can be set only when `track` is set to True")
         super().__init__(name=name, track=track, project_name=project_name)
+        if track:
+            from opik_metrics.metrics.tracking import track_scoring
+            track_scoring(self, project_name)
         self.facts = MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
                                  scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
                                  corpus=self._corpus_facts(), signature=self.signature,
@@ -251,3 +260,11 @@ class ReferenceFreeMetric(PackMetric):
     @abc.abstractmethod
     def _score_items(self, outputs: list[str]) -> list[list[ScoreResult]]:
         """Score validated texts; one list of ScoreResults per text, in order."""
+
+
+def _register_with_loaded_opik() -> None:
+    from opik_metrics.metrics.tracking import register_if_opik_loaded
+    register_if_opik_loaded()
+
+
+_register_with_loaded_opik()

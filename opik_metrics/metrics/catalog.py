@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class MetricSpec:
     needs_reference: bool = True
     summary: str = ""
     needs_image: bool = False        # scores images too (the caption pipeline gives them; text files do not)
+    loads_model: bool = False        # model-backed: a worker should build it once and keep it
 
     def build(self, **kwargs: Any):
         module, cls = self.target.split(":")
@@ -27,19 +28,20 @@ METRICS: dict[str, MetricSpec] = {
                         summary="ROUGE-N/L/Lsum/W/S/SU precision, recall, F"),
     "bleu": MetricSpec("bleu", "opik_metrics.metrics.bleu:BLEU",
                        summary="sentence BLEU per item, corpus BLEU in the aggregate"),
-    "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore",
+    "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore", loads_model=True,
                             summary="BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)"),
     "cider": MetricSpec("cider", "opik_metrics.metrics.cider:CIDEr",
                         summary="CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)"),
     "coco": MetricSpec("coco", "opik_metrics.metrics.coco:COCOCaption",
                        summary="COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)"),
     "clipscore": MetricSpec("clipscore", "opik_metrics.metrics.clipscore:CLIPScore", needs_reference=False,
-                            needs_image=True,
+                            needs_image=True, loads_model=True,
                             summary="CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers"),
     "perplexity": MetricSpec("perplexity", "opik_metrics.metrics.perplexity:Perplexity", needs_reference=False,
+                             loads_model=True,
                              summary="perplexity of a causal LM per item, token-weighted corpus perplexity"),
     "distillation_kl": MetricSpec("distillation_kl", "opik_metrics.metrics.distillation:DistillationKL",
-                                  needs_reference=False,
+                                  needs_reference=False, loads_model=True,
                                   summary="per-token KL(teacher_T || student_T) of two causal LMs"),
 }
 
@@ -50,3 +52,24 @@ def metric_spec(name: str) -> MetricSpec:
     if key not in METRICS:
         raise ValueError(f"unknown metric {name!r}; choose from: {', '.join(sorted(METRICS))}")
     return METRICS[key]
+
+
+@dataclass(frozen=True)
+class MetricRecipe:
+    """How to build named catalog metrics, picklable: another process (a Ray worker) calls it to
+    build the same metrics there."""
+
+    named: tuple[tuple[str, Mapping[str, Any]], ...]
+
+    @classmethod
+    def of(cls, named: Sequence[tuple[str, Mapping[str, Any]]]) -> "MetricRecipe":
+        for name, _ in named:
+            metric_spec(name)
+        return cls(tuple((name, dict(kwargs)) for name, kwargs in named))
+
+    @property
+    def loads_model(self) -> bool:
+        return any(metric_spec(name).loads_model for name, _ in self.named)
+
+    def __call__(self) -> list[Any]:
+        return [metric_spec(name).build(**kwargs) for name, kwargs in self.named]

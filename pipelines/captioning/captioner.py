@@ -4,7 +4,6 @@ PIL images in batches with the Comet article's generation settings as overridabl
 from __future__ import annotations
 
 import importlib.util
-from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -12,19 +11,7 @@ import torch
 from opik_metrics.core.versions import package_version
 from opik_metrics.neural.models.encoders import resolve_device, resolve_dtype
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
-
-CAPTION_MODEL = "Salesforce/blip-image-captioning-base"
-
-# The generation settings of the Comet article's ``generate_caption``.
-GENERATION_DEFAULTS: Mapping[str, Any] = MappingProxyType({
-    "max_length": 50,
-    "min_length": 10,
-    "num_beams": 5,
-    "repetition_penalty": 1.2,
-    "length_penalty": 1.0,
-    "early_stopping": True,
-})
-
+from opik_metrics.pipelines.captioning.defaults import CAPTION_MODEL, GENERATION_DEFAULTS
 
 def generation_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The article's defaults with ``overrides`` applied (None values keep the default); checked."""

@@ -1,0 +1,82 @@
+"""``opik-metrics score --input``: records streamed from a JSONL, CSV or Parquet file, scored in
+this process or on Ray, one row per record to ``--output`` (resumable), aggregates on the terminal."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from opik_metrics.cli.errors import CLIError
+from opik_metrics.cli.options import metric_recipe
+from opik_metrics.core.table import format_table
+
+
+def score_records(args: argparse.Namespace) -> int:
+    from opik_metrics.streams import (FieldError, FieldMap, LocalEngine, OutputError, SourceError, open_source,
+                                      parse_field_options, read_references, score_source)
+
+    if args.references or args.predictions:
+        raise CLIError("--input records carry their references: drop --predictions/--references "
+                       "(map columns with --field)")
+    if args.chunk_size < 1 or args.workers < 1:
+        raise CLIError("--chunk-size and --workers must be positive")
+    names = args.metric or ["rouge", "bleu"]
+    try:
+        fields: FieldMap = parse_field_options(args.field)
+        source = open_source(args.input, args.input_format)
+        references = None
+        if any(n in ("cider", "coco") for n in names) or ("bertscore" in names and args.idf):
+            references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
+        recipe = metric_recipe(names, args, references, track=False)
+        if args.engine == "ray":
+            from opik_metrics.distributed import RayEngine
+            engine = RayEngine(recipe, workers=args.workers, address=args.address, num_gpus=args.num_gpus,
+                               actors=recipe.loads_model)
+        else:
+            engine = LocalEngine(recipe())
+        result = score_source(source, engine, output=args.output, fields=fields, chunk_size=args.chunk_size,
+                              progress=not args.no_progress, overwrite=args.overwrite)
+    except (SourceError, FieldError, OutputError) as exc:
+        raise CLIError(str(exc)) from None
+    _print(args, result)
+    return 0
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if not k.startswith("statistics.")}
+
+
+def _print(args: argparse.Namespace, result: Any) -> None:
+    if args.format == "json":
+        out: dict[str, Any] = {}
+        if result.rows is not None:
+            out["items"] = [_shown(row) for row in result.rows]
+        else:
+            out["output"] = result.output
+        out.update({"aggregate": result.aggregate, "counts": result.counts, "signatures": result.signatures,
+                    "unscored": result.unscored})
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    resumed = ("" if not result.resumed_from else " (already complete: aggregated from the output)"
+               if result.resumed_from == result.items else f" (resumed after record {result.resumed_from})")
+    target = f" -> {result.output}" if result.output else ""
+    print(f"{result.items} records: {args.input}{target}{resumed}\n")
+    rows = [[name, value, result.counts.get(name, 0),
+             "corpus statistics" if name in result.corpus_names else "mean over items"]
+            for name, value in result.aggregate.items()]
+    print(format_table(["score", "value", "items", "aggregate"], rows))
+    if args.items and result.rows is not None:
+        shown = [n for n in result.aggregate if n not in result.corpus_names]
+        print()
+        print(format_table(["item", *shown, "reason"],
+                           [[row["index"], *(row.get(n) for n in shown), row.get("reason") or ""]
+                            for row in result.rows]))
+    print()
+    for metric, sig in result.signatures.items():
+        print(f"{metric}: {sig}")
+    if result.unscored:
+        where = f"the reason column of {result.output}" if result.output else "--items or --format json"
+        print(f"note: {result.unscored} of {result.items} records have no scores; see {where}")
+

@@ -1,0 +1,183 @@
+"""Ray Data as the engine of a streamed run. The driver plans the file's chunks (byte or row
+ranges, no records read); Ray Data hands groups of them to workers (an actor pool for metrics
+with models, so each worker loads its model once; plain tasks for text metrics), which read and
+score them in the very chunks the local engine uses. Rows come back in order, as JSON text (floats
+round-trip exactly), and the driver writes and aggregates them as the local engine's."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable, Iterator, Sequence
+
+from opik_metrics.core import facts_of
+from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.rows import Aggregator
+from opik_metrics.streams.run import ChunkScorer, StreamResult
+from opik_metrics.streams.sources import Chunk, ChunkRef, Source
+
+MetricFactory = Callable[[], Sequence[Any]]
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("the Ray engine needs Ray: pip install 'opik-metrics[ray]'") from None
+    return ray
+
+
+def ensure_ray(address: str | None, workers: int) -> None:
+    """Connect to ``address`` (a running cluster), or start a local one with ``workers`` CPUs."""
+    import logging
+
+    ray = _ray()
+    if not ray.is_initialized():
+        quiet = {"log_to_driver": False, "include_dashboard": False, "logging_level": "ERROR"}
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            ray.init(num_cpus=workers, **quiet)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)   # per-dataset execution chatter
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False          # our own bar counts the items
+    context.print_on_execution_start = False
+    context.execution_options.preserve_order = True   # rows come back in index order
+
+
+def merge_refs(refs: Sequence[ChunkRef]) -> ChunkRef:
+    """One ref for consecutive refs (read at once, scored in the original chunks)."""
+    return ChunkRef(refs[0].first, sum(r.count for r in refs), refs[0].start, refs[-1].stop)
+
+
+class _RefScorer:
+    """Reads a group of chunks and scores them chunk by chunk: the batches of the local run."""
+
+    def __init__(self, factory: MetricFactory, source: Source, fields: FieldMap, chunk_size: int) -> None:
+        self.scorer = ChunkScorer(factory(), fields)
+        self.source = source
+        self.chunk_size = chunk_size
+
+    def __call__(self, batch: dict) -> dict:
+        indexes, rows = [], []
+        for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
+            chunk = self.source.read(ChunkRef(int(first), int(count), int(start), int(stop)))
+            for lo in range(0, len(chunk.records), self.chunk_size):
+                part = Chunk(chunk.first + lo, chunk.records[lo:lo + self.chunk_size])
+                for row in self.scorer.score(part):
+                    indexes.append(row["index"])
+                    rows.append(json.dumps(row))
+        return {"index": indexes, "row": rows}
+
+
+def _score_refs_task(batch: dict, factory: MetricFactory, source: Source, fields: FieldMap,
+                     chunk_size: int) -> dict:
+    """The same as ``_RefScorer``, as a plain task (text metrics: nothing worth keeping loaded)."""
+    return _RefScorer(factory, source, fields, chunk_size)(batch)
+
+
+class RayEngine:
+    """Scores a streamed run's chunks on Ray (``streams.StreamRun``'s engine).
+
+    Args:
+        factory: builds the metrics in each worker (picklable: a function, a ``functools.partial``).
+        workers: parallel workers (and, for a local cluster, its CPUs).
+        address: a running cluster's address; None starts a local one.
+        num_gpus: GPUs per worker (model-backed metrics).
+        actors: an actor pool (each worker builds the metrics once) or plain tasks; default: actors.
+        groups_per_worker: chunk groups each worker gets (more: finer balance, more reads).
+    """
+
+    name = "ray"
+
+    def __init__(self, factory: MetricFactory, workers: int = 2, address: str | None = None, num_gpus: float = 0,
+                 actors: bool = True, groups_per_worker: int = 4) -> None:
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        self.factory, self.workers, self.address = factory, workers, address
+        self.num_gpus, self.actors, self.groups_per_worker = num_gpus, actors, groups_per_worker
+        self._facts: list | None = None
+
+    def facts(self) -> list:
+        """The metrics' facts, from metrics built in a worker (the driver loads no model)."""
+        if self._facts is None:
+            ensure_ray(self.address, self.workers)
+            ray = _ray()
+            describe = ray.remote(num_gpus=self.num_gpus)(_describe)
+            self._facts = ray.get(describe.remote(self.factory))
+        return self._facts
+
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
+        ensure_ray(self.address, self.workers)
+        ray = _ray()
+        refs = list(refs)
+        if not refs:
+            return
+        chunk_size = max(r.count for r in refs)
+        per_group = max(1, math.ceil(len(refs) / (self.workers * self.groups_per_worker)))
+        groups = [merge_refs(refs[k:k + per_group]) for k in range(0, len(refs), per_group)]
+        ds = ray.data.from_items([{"first": g.first, "count": g.count, "start": g.start, "stop": g.stop}
+                                  for g in groups], override_num_blocks=len(groups))
+        args = (self.factory, source, fields, chunk_size)
+        if self.actors:
+            scored = ds.map_batches(_RefScorer, fn_constructor_args=args, batch_size=1,
+                                    compute=ray.data.ActorPoolStrategy(size=self.workers),
+                                    num_gpus=self.num_gpus or None, batch_format="numpy")
+        else:
+            scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
+                                    compute=ray.data.TaskPoolStrategy(size=self.workers), batch_format="numpy")
+        for batch in scored.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
+            yield [json.loads(text) for text in batch["row"]]
+
+
+def _describe(factory: MetricFactory) -> list:
+    return [facts_of(m) for m in factory()]
+
+
+# -- a Dataset the user already has ----------------------------------------------------------------
+
+
+class _DatasetScorer:
+    """Adds score, ``reason`` and statistics columns to each batch of a user's Dataset."""
+
+    def __init__(self, factory: MetricFactory, fields: FieldMap) -> None:
+        self.scorer = ChunkScorer(factory(), fields)
+        self.columns = None
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        from opik_metrics.streams.output import arrow_schema, columns
+
+        if self.columns is None:
+            self.columns = [c for c in columns([facts_of(m) for m in self.scorer.metrics]) if c != "index"]
+        records = batch.to_pylist()
+        rows = self.scorer.score(Chunk(0, records))
+        schema = arrow_schema(self.columns)
+        added = pa.Table.from_pylist([{c: row.get(c) for c in self.columns} for row in rows], schema=schema)
+        for name in self.columns:
+            batch = batch.append_column(name if name not in batch.column_names else f"score.{name}", added[name])
+        return batch
+
+
+def score_dataset(ds: Any, factory: MetricFactory, *, fields: FieldMap | None = None, workers: int = 2,
+                  num_gpus: float = 0, batch_size: int = 1024) -> Any:
+    """``ds`` with every score as a column, plus ``reason`` and the summable statistics
+    (``statistics.<metric>``), scored by an actor pool of ``workers`` (each builds the metrics
+    once). Lazy, as Ray Data is: write it, or pass it to ``aggregate_dataset``."""
+    ray = _ray()
+    return ds.map_batches(_DatasetScorer, fn_constructor_args=(factory, fields or FieldMap()),
+                          batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
+                          num_gpus=num_gpus or None, batch_format="pyarrow")
+
+
+def aggregate_dataset(scored: Any, facts: Sequence[Any]) -> StreamResult:
+    """Means and corpus scores (from the summed statistics) of a Dataset ``score_dataset`` made,
+    added in the Dataset's order. ``facts``: the metrics' ``facts`` (``[m.facts for m in factory()]``)."""
+    aggregator = Aggregator(facts)
+    names = {s.name for f in facts for s in f.scores} | {"reason"}
+    for batch in scored.iter_batches(batch_format="pyarrow", batch_size=65536):
+        keep = [c for c in batch.column_names if c in names or c.startswith("statistics.")]
+        for row in batch.select(keep).to_pylist():
+            aggregator.add(row)
+    return StreamResult(items=aggregator.rows, unscored=aggregator.unscored, aggregate=aggregator.aggregate(),
+                        counts=aggregator.counts(), signatures={f.metric: str(f.signature) for f in facts})

@@ -1,0 +1,53 @@
+"""Which columns of a record file hold the scoring inputs: ``output``, ``reference`` (one column,
+or several whose values form the list of references) and ``image``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+INPUTS = ("output", "reference", "image")
+
+
+class FieldError(ValueError):
+    """A field mapping that cannot be used (unknown input, empty column name)."""
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Input name -> the record columns it is read from (``reference`` may list several)."""
+
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def column(self, name: str) -> tuple[str, ...]:
+        return self.columns.get(name, (name,))
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {name: list(self.column(name)) for name in INPUTS}
+
+    def extract(self, record: Mapping[str, Any], wanted: Sequence[str]) -> dict[str, Any]:
+        """The scoring inputs of one record; raises KeyError naming a missing column."""
+        inputs: dict[str, Any] = {}
+        for name in wanted:
+            cols = self.column(name)
+            missing = [c for c in cols if c not in record]
+            if missing:
+                raise KeyError(f"field {name!r}: column {missing[0]!r} is missing from the record")
+            values = [record[c] for c in cols]
+            inputs[name] = values[0] if len(cols) == 1 else values
+        return inputs
+
+
+def parse_field_options(options: Sequence[str] | None) -> FieldMap:
+    """``["output=pred", "reference=ref_a,ref_b"]`` as a FieldMap (the ``--field`` option)."""
+    columns: dict[str, tuple[str, ...]] = {}
+    for option in options or ():
+        name, sep, value = option.partition("=")
+        name = name.strip()
+        if not sep or name not in INPUTS:
+            raise FieldError(f"--field {option!r}: expected INPUT=COLUMN with INPUT one of {', '.join(INPUTS)}")
+        cols = tuple(c.strip() for c in value.split(","))
+        if not all(cols) or (len(cols) > 1 and name != "reference"):
+            raise FieldError(f"--field {option!r}: give one column name"
+                             + (" (several, comma-separated, only for reference)" if name != "reference" else ""))
+        columns[name] = cols
+    return FieldMap(columns)

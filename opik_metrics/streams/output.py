@@ -1,0 +1,206 @@
+"""Where a streamed run's rows go: parts written one by one (each complete, renamed into place),
+so that a killed run resumes from what it kept; at the end they are merged, in index order,
+into the output file (JSON Lines or Parquet), beside ``<output>.run.json`` (what made it, the
+aggregates)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from opik_metrics.core import MetricFacts
+from opik_metrics.streams.rows import statistics_column
+
+OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+
+
+class OutputError(ValueError):
+    """An output that cannot be written or resumed (unknown format, written by another run)."""
+
+
+def output_format(path: str) -> str:
+    fmt = OUTPUT_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise OutputError(f"--output {path}: name a .jsonl or .parquet file")
+    return fmt
+
+
+def columns(facts: Sequence[MetricFacts]) -> list[str]:
+    """Output columns: index, every score the metrics state, reason, summable statistics."""
+    scores = list(dict.fromkeys(s.name for f in facts for s in f.scores))
+    stats = [statistics_column(f.metric) for f in facts if f.own_corpus is not None]
+    return ["index", *scores, "reason", *stats]
+
+
+class RunOutput:
+    """The output of one run: ``path``, its parts folder ``path.parts/`` while running, and the
+    record ``path.run.json``. ``run`` describes what makes the run (input, fields, metric
+    signatures): a different run never resumes into these parts."""
+
+    def __init__(self, path: str, run: dict[str, Any], *, overwrite: bool = False,
+                 flush_rows: int = 8192, flush_seconds: float = 5.0) -> None:
+        self.path = Path(path)
+        self.format = output_format(path)
+        self.parts = Path(f"{path}.parts")
+        self.record = Path(f"{path}.run.json")
+        self.run = run
+        self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
+        self._buffer: list[dict] = []
+        self._last_flush = time.monotonic()
+        if not self.path.parent.is_dir():
+            raise OutputError(f"--output {path}: folder {self.path.parent} does not exist")
+        if overwrite:
+            self.discard()
+        self._check_same_run()
+
+    # -- resuming -----------------------------------------------------------------------------
+
+    def _check_same_run(self) -> None:
+        for where in (self.parts / "run.json", self.record):
+            if where.exists():
+                try:
+                    recorded = json.loads(where.read_text(encoding="utf-8")).get("run")
+                except (OSError, ValueError, AttributeError):
+                    raise OutputError(f"{where} is damaged; delete it or pass --overwrite") from None
+                if recorded != self.run:
+                    differ = sorted(k for k in set(recorded or {}) | set(self.run)
+                                    if (recorded or {}).get(k) != self.run.get(k))
+                    raise OutputError(f"{self.path} was written by a different run (it differs in: "
+                                      f"{', '.join(differ)}); choose another --output or pass --overwrite")
+                return
+        if self.path.exists():
+            raise OutputError(f"{self.path} exists and was not written by opik-metrics; choose another "
+                              "--output or pass --overwrite")
+
+    @property
+    def complete(self) -> bool:
+        """Whether a finished run already wrote this output (nothing to score)."""
+        return self.path.exists() and self.record.exists() and not self.parts.exists()
+
+    def done(self) -> int:
+        """How many leading records (0 .. done-1) the kept parts hold."""
+        stop = 0
+        for first, last, _ in self._part_files():
+            if first != stop:
+                break
+            stop = last
+        return stop
+
+    def _part_files(self) -> list[tuple[int, int, Path]]:
+        if not self.parts.is_dir():
+            return []
+        found = []
+        for p in self.parts.glob("part-*.jsonl"):
+            first, _, last = p.stem[len("part-"):].partition("-")
+            if first.isdigit() and last.isdigit():
+                found.append((int(first), int(last), p))
+        return sorted(found)
+
+    def discard(self) -> None:
+        """Remove this output, its parts and its record."""
+        shutil.rmtree(self.parts, ignore_errors=True)
+        for p in (self.path, self.record):
+            if p.exists():
+                p.unlink()
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.parts.mkdir(exist_ok=True)
+        marker = self.parts / "run.json"
+        if not marker.exists():
+            _write_atomically(marker, json.dumps({"run": self.run}, indent=2))
+
+    def add(self, rows: Sequence[dict]) -> None:
+        """Rows in index order, following those already kept; written out now and then."""
+        self._buffer.extend(rows)
+        if len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        first, last = self._buffer[0]["index"], self._buffer[-1]["index"] + 1
+        text = "".join(json.dumps(row) + "\n" for row in self._buffer)
+        _write_atomically(self.parts / f"part-{first:012d}-{last:012d}.jsonl", text)
+        self._buffer.clear()
+        self._last_flush = time.monotonic()
+
+    def kept_rows(self) -> Iterator[dict]:
+        """Every kept row in index order: from the parts while running, else from the output."""
+        if self.parts.is_dir():
+            stop = self.done()
+            for first, last, p in self._part_files():
+                if first >= stop:
+                    break
+                with open(p, encoding="utf-8") as f:
+                    for line in f:
+                        yield json.loads(line)
+        elif self.path.exists():
+            yield from read_rows(str(self.path))
+
+    def merge(self, facts: Sequence[MetricFacts], rows: Iterator[dict]) -> None:
+        """Write ``rows`` (the kept rows, in order) as the output file, in the metrics' columns."""
+        cols = columns(facts)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        if self.format == "jsonl":
+            with open(tmp, "w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
+        else:
+            _write_parquet(tmp, cols, rows)
+        os.replace(tmp, self.path)
+
+    def finish(self, record: dict[str, Any]) -> None:
+        """Write the run's record beside the output (what made it, the aggregates); drop the parts."""
+        _write_atomically(self.record, json.dumps({"run": self.run, **record}, indent=2))
+        shutil.rmtree(self.parts, ignore_errors=True)
+
+
+def _write_parquet(path: Path, cols: list[str], rows: Iterator[dict], group: int = 65536) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(cols)
+    with pq.ParquetWriter(str(path), schema) as writer:
+        batch: list[dict] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= group:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+
+
+def arrow_schema(cols: Sequence[str]) -> Any:
+    """The Arrow types of output columns: index int64, reason string, statistics lists, scores float64."""
+    import pyarrow as pa
+
+    types = {"index": pa.int64(), "reason": pa.string()}
+    return pa.schema([(c, types.get(c, pa.list_(pa.float64()) if c.startswith("statistics.") else pa.float64()))
+                      for c in cols])
+
+
+def read_rows(path: str) -> Iterator[dict]:
+    """The rows of an output file written by a run, in order."""
+    if output_format(path) == "jsonl":
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+    else:
+        import pyarrow.parquet as pq
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
+            yield from batch.to_pylist()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,112 @@
+"""Output rows: one per record, ``index``, every score (None where it could not be scored),
+``reason`` (why a score is degenerate or missing) and each metric's summable statistics; and the
+aggregates made from rows in index order (means over scored items, corpus scores from summed
+statistics by the formula the metric's facts name), the same whichever engine made the rows."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from opik_metrics.core import MetricFacts, Statistics, resolve_formula
+
+STATISTICS_PREFIX = "statistics."
+
+
+def statistics_column(metric: str) -> str:
+    return STATISTICS_PREFIX + metric
+
+
+class RowMaker:
+    """Rows from the per-item results of ``experiments.scoring.score_chunk``."""
+
+    def __init__(self, metrics: Sequence[Any]) -> None:
+        self.metrics = list(metrics)
+        self._summed = {m.name: m for m in self.metrics if m.facts.own_corpus is not None}
+
+    def row(self, index: int, results: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+        row: dict[str, Any] = {"index": index}
+        reasons: list[str] = []
+        by_metric: dict[str, list] = {}
+        for metric_name, result in results:
+            by_metric.setdefault(metric_name, []).append(result)
+            if result.scoring_failed:
+                reasons.append(f"{metric_name}: {result.reason}")
+                continue
+            row[result.name] = float(result.value)
+            if result.reason:
+                reasons.append(f"{result.name}: {result.reason}")
+        for name, metric in self._summed.items():
+            try:
+                row[statistics_column(name)] = metric.item_statistics(by_metric.get(name, [])).as_list()
+            except (KeyError, ValueError):      # the item failed: no statistics, its reason says why
+                pass
+        row["reason"] = printable("; ".join(dict.fromkeys(reasons))) or None
+        return row
+
+    @staticmethod
+    def bad_row(index: int, reason: str) -> dict[str, Any]:
+        return {"index": index, "reason": printable(reason)}
+
+
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate (from the item's own text) written as ``\\udXXX``, so
+    that every output format can hold it."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class Aggregator:
+    """Means and corpus scores from rows added in index order (sums are order-sensitive in
+    floating point, so every engine adds them in the same order)."""
+
+    def __init__(self, facts: Sequence[MetricFacts]) -> None:
+        self.facts = list(facts)
+        self.rows = 0
+        self.unscored = 0
+        self._sums: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+        self._stats: dict[str, Statistics] = {}
+        self._stat_counts: dict[str, int] = {}
+        self._fields = {f.metric: f.own_corpus.fields for f in self.facts if f.own_corpus is not None}
+        self._score_names = {s.name for f in self.facts for s in f.scores}
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows += 1
+        scored = False
+        for name, value in row.items():
+            if name in ("index", "reason") or name.startswith(STATISTICS_PREFIX) or value is None:
+                continue
+            scored = True
+            self._sums[name] = self._sums.get(name, 0.0) + value
+            self._counts[name] = self._counts.get(name, 0) + 1
+        if not scored:
+            self.unscored += 1
+        for metric, fields in self._fields.items():
+            values = row.get(statistics_column(metric))
+            if values is None:
+                continue
+            stats = Statistics(fields, tuple(values))
+            self._stats[metric] = self._stats[metric] + stats if metric in self._stats else stats
+            self._stat_counts[metric] = self._stat_counts.get(metric, 0) + 1
+
+    def aggregate(self) -> dict[str, float]:
+        """Every score's mean over the items that have it, then each corpus score of its own."""
+        out = {name: self._sums[name] / self._counts[name] for name in self._sums}
+        for facts in self.facts:
+            total = self._stats.get(facts.metric)
+            if total is None:
+                continue
+            for corpus in facts.own_corpora:
+                out[corpus.name] = float(resolve_formula(corpus.formula)(total.values, **corpus.options))
+        return out
+
+    def corpus_names(self) -> list[str]:
+        """The names of the corpus scores of their own (made from summed statistics)."""
+        return [c.name for f in self.facts for c in f.own_corpora]
+
+    def counts(self) -> dict[str, int]:
+        """How many items each mean and corpus score covers."""
+        out = dict(self._counts)
+        for facts in self.facts:
+            for corpus in facts.own_corpora:
+                if facts.metric in self._stat_counts:
+                    out[corpus.name] = self._stat_counts[facts.metric]
+        return out

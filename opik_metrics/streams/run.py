@@ -1,0 +1,229 @@
+"""One streamed scoring run: records read a chunk at a time, scored, written as rows (resuming
+from what an earlier run with the same output kept), then aggregated in index order.
+
+The engine is swappable: ``LocalEngine`` scores chunks in this process; the Ray engine
+(``opik_metrics.distributed``) scores the same chunks on a cluster and hands back the same rows.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+from tqdm.auto import tqdm
+
+from opik_metrics.core import MetricInputError, facts_of, require_references, require_text
+from opik_metrics.core.versions import ours
+from opik_metrics.experiments.contexts import fit_corpus_contexts
+from opik_metrics.experiments.scoring import score_chunk
+from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.output import RunOutput
+from opik_metrics.streams.rows import Aggregator, RowMaker
+from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source
+
+DEFAULT_CHUNK = 1024
+MetricFactory = Callable[[], Sequence[Any]]
+
+
+def wanted_fields(metrics: Sequence[Any]) -> list[str]:
+    """The scoring inputs the metrics read: their text field, ``reference`` when one compares
+    with references, and the inputs they take in batches (CLIPScore's ``image``)."""
+    from opik_metrics.metrics.base import ReferenceMetric
+
+    wanted = {"output"} | {getattr(m, "text_field", "output") for m in metrics}
+    if any(isinstance(m, ReferenceMetric) for m in metrics):
+        wanted.add("reference")
+    for m in metrics:
+        wanted.update((getattr(m, "batch_fields", None) or {}).values())
+    return sorted(wanted, key=lambda f: (f != "output", f))
+
+
+class ChunkScorer:
+    """Scores a chunk of records with the metrics: one row per record, in order. A record that
+    cannot be read or lacks a field gets a row with the reason; its neighbours are scored."""
+
+    def __init__(self, metrics: Sequence[Any], fields: FieldMap) -> None:
+        self.metrics = list(metrics)
+        self.fields = fields
+        self.wanted = wanted_fields(self.metrics)
+        self.rows = RowMaker(self.metrics)
+
+    def inputs(self, record: Any, index: int) -> dict[str, Any]:
+        """The checked scoring inputs of one record (MetricInputError naming item and field)."""
+        try:
+            inputs = self.fields.extract(record, self.wanted)
+        except KeyError as exc:
+            raise MetricInputError(f"item {index}, {exc.args[0]}") from None
+        for name, value in inputs.items():
+            if name == "reference":
+                inputs[name] = require_references(value, "reference", index)
+            elif name != "image":
+                inputs[name] = require_text(value, name, index)
+        return inputs
+
+    def score(self, chunk: Chunk) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any] | None] = [None] * len(chunk.records)
+        good: list[tuple[int, dict]] = []
+        for k, record in enumerate(chunk.records):
+            index = chunk.first + k
+            if isinstance(record, BadRecord):
+                rows[k] = RowMaker.bad_row(index, record.reason)
+                continue
+            try:
+                good.append((k, self.inputs(record, index)))
+            except MetricInputError as exc:
+                rows[k] = RowMaker.bad_row(index, str(exc))
+        for (k, _), results in zip(good, score_chunk(self.metrics, [x for _, x in good])):
+            rows[k] = self.rows.row(chunk.first + k, results)
+        return rows  # type: ignore[return-value]
+
+
+class LocalEngine:
+    """Scores chunks one after another in this process."""
+
+    name = "local"
+
+    def __init__(self, metrics: Sequence[Any]) -> None:
+        self.metrics = list(metrics)
+
+    def facts(self) -> list:
+        return [facts_of(m) for m in self.metrics]
+
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
+        scorer = ChunkScorer(self.metrics, fields)
+        for ref in refs:
+            yield scorer.score(source.read(ref))
+
+
+@dataclass
+class StreamResult:
+    """What a run made: the aggregates and how many items each covers, the signatures, and the
+    rows themselves when no output file was asked for."""
+
+    items: int
+    unscored: int
+    aggregate: dict[str, float]
+    counts: dict[str, int]
+    signatures: dict[str, str]
+    corpus_names: list[str] = field(default_factory=list)
+    rows: list[dict] | None = None
+    resumed_from: int = 0
+    output: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StreamRun:
+    """The settings of one run (see ``score_file``)."""
+
+    source: Source
+    fields: FieldMap
+    engine: Any
+    output: str | None = None
+    chunk_size: int = DEFAULT_CHUNK
+    progress: bool = True
+    overwrite: bool = False
+    flush_rows: int = 8192
+
+    def run_key(self, signatures: dict[str, str]) -> dict[str, Any]:
+        """What makes two runs the same run (so that one may resume the other's output)."""
+        stat = os.stat(self.source.path)
+        return {"input": os.path.abspath(self.source.path), "input_size": stat.st_size,
+                "input_mtime_ns": stat.st_mtime_ns, "format": self.source.format,
+                "fields": self.fields.as_dict(), "metrics": signatures}
+
+    def execute(self) -> StreamResult:
+        facts = self.engine.facts()
+        signatures = {f.metric: str(f.signature) for f in facts}
+        aggregator = Aggregator(facts)
+        if self.output is None:
+            rows: list[dict] = []
+            for batch in self._scored(0, None):
+                for row in batch:
+                    aggregator.add(row)
+                rows.extend(batch)
+            return self._result(aggregator, signatures, rows=rows)
+        out = RunOutput(self.output, self.run_key(signatures), overwrite=self.overwrite, flush_rows=self.flush_rows)
+        if out.complete:
+            for row in out.kept_rows():
+                aggregator.add(row)
+            return self._result(aggregator, signatures, resumed_from=aggregator.rows, output=self.output)
+        out.start()
+        done = out.done()
+        for batch in self._scored(done, out):
+            out.add([row for row in batch if row["index"] >= done])
+        out.flush()
+
+        def merged() -> Iterator[dict]:
+            for row in out.kept_rows():
+                aggregator.add(row)
+                yield row
+
+        out.merge(facts, merged())
+        result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
+        out.finish({"aggregate": result.aggregate, "counts": result.counts, "items": result.items,
+                           "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})
+        return result
+
+    def _scored(self, done: int, out: RunOutput | None) -> Iterator[list[dict]]:
+        bar = tqdm(total=self.source.total(), initial=done, desc="scoring", unit="item",
+                   disable=not self.progress, leave=False)
+        try:
+            for batch in self.engine.rows(self.source, self.fields, self.source.plan(self.chunk_size, skip=done)):
+                bar.update(sum(1 for row in batch if row["index"] >= done))
+                yield batch
+        finally:
+            bar.close()
+
+    def _result(self, aggregator: Aggregator, signatures: dict[str, str], **more: Any) -> StreamResult:
+        return StreamResult(items=aggregator.rows, unscored=aggregator.unscored, aggregate=aggregator.aggregate(),
+                            counts=aggregator.counts(), signatures=signatures,
+                            corpus_names=aggregator.corpus_names(), **more)
+
+
+def read_references(source: Source, fields: FieldMap, chunk_size: int = DEFAULT_CHUNK) -> list[list[str]]:
+    """Every record's references (a first pass, for corpus contexts: CIDEr-D's document
+    frequencies, BERTScore's idf). It holds them all in memory, once; unreadable records are left
+    out (their rows say why when they are scored)."""
+    references: list[list[str]] = []
+    for chunk in source.chunks(chunk_size):
+        for k, record in enumerate(chunk.records):
+            if isinstance(record, BadRecord):
+                continue
+            try:
+                value = fields.extract(record, ["reference"])["reference"]
+                references.append(require_references(value, "reference", chunk.first + k))
+            except (KeyError, MetricInputError):
+                continue
+    return references
+
+
+def score_source(source: Source, engine: Any, *, output: str | None = None, fields: FieldMap | None = None,
+                 chunk_size: int = DEFAULT_CHUNK, progress: bool = True, overwrite: bool = False,
+                 flush_rows: int = 8192) -> StreamResult:
+    """Score every record of ``source`` with ``engine`` (``LocalEngine`` or ``RayEngine``).
+    ``flush_rows``: rows held before they are written to ``output`` (at most 5 s of work), what
+    a killed run can lose."""
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    return StreamRun(source, fields or FieldMap(), engine, output=output, chunk_size=chunk_size,
+                     progress=progress, overwrite=overwrite, flush_rows=flush_rows).execute()
+
+
+def score_file(path: str, metrics: Sequence[Any] = (), *, output: str | None = None, fields: FieldMap | None = None,
+               input_format: str | None = None, engine: Any = None, chunk_size: int = DEFAULT_CHUNK,
+               progress: bool = True, overwrite: bool = False, flush_rows: int = 8192) -> StreamResult:
+    """Score every record of a JSONL, CSV or Parquet file with ``metrics`` in this process (or
+    on ``engine``); one row per record to ``output`` (resuming it), or in the result without one.
+    Metrics whose item scores need the whole set first (CIDEr-D without ``df_references``) are
+    fitted on a first pass over the references."""
+    from opik_metrics.streams.sources import open_source
+
+    fields = fields or FieldMap()
+    source = open_source(path, input_format)
+    if engine is None:
+        if any(getattr(m, "corpus_pending", False) for m in metrics):
+            fit_corpus_contexts(metrics, read_references(source, fields, chunk_size))
+        engine = LocalEngine(metrics)
+    return score_source(source, engine, output=output, fields=fields, chunk_size=chunk_size, progress=progress,
+                        overwrite=overwrite, flush_rows=flush_rows)

@@ -1,0 +1,100 @@
+"""``opik-metrics score --input``: records in, rows out, aggregates on the terminal; the text
+metrics start without importing torch, transformers, opik or nltk."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from opik_metrics.cli import main
+from opik_metrics.experiments.batch import score_texts
+from opik_metrics.metrics.bleu import BLEU
+from opik_metrics.metrics.rouge import ROUGE
+from opik_metrics.streams import read_rows
+from tests.streams.records import generate_items, write_csv, write_jsonl, write_parquet
+
+ITEMS = generate_items(120, seed=2)
+
+
+def _run(capsys, *args):
+    status = main(["score", *args, "--no-progress"])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_json_keeps_the_shape_of_the_line_files_form(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "in.jsonl", ITEMS)
+    status, out, _ = _run(capsys, "--input", str(path), "--format", "json")
+    assert status == 0
+    result = json.loads(out)
+    old = score_texts([ROUGE(track=False), BLEU(track=False)], [i["output"] for i in ITEMS],
+                      [i["reference"] if isinstance(i["reference"], list) else [i["reference"]] for i in ITEMS],
+                      progress=False)
+    assert result["aggregate"] == pytest.approx(old["aggregate"], abs=1e-12)
+    assert [{k: v for k, v in item.items() if k not in ("index", "reason")} for item in result["items"]] == old["items"]
+    assert result["counts"]["corpus_bleu"] == 120 and result["unscored"] == 0
+
+
+def test_output_file_table_and_resume(tmp_path, capsys):
+    path = write_parquet(tmp_path / "in.parquet", ITEMS)
+    out_file = tmp_path / "scores.parquet"
+    status, out, _ = _run(capsys, "-i", str(path), "-o", str(out_file), "-m", "bleu")
+    assert status == 0 and "120 records" in out and "corpus_bleu" in out and "corpus statistics" in out
+    rows = list(read_rows(str(out_file)))
+    assert [r["index"] for r in rows] == list(range(120)) and set(rows[0]) == {"index", "bleu", "reason",
+                                                                               "statistics.bleu"}
+    status, out, _ = _run(capsys, "-i", str(path), "-o", str(out_file), "-m", "bleu")
+    assert status == 0 and "already complete" in out
+    status, _, err = _run(capsys, "-i", str(path), "-o", str(out_file), "-m", "rouge")
+    assert status == 2 and "different run" in err and "--overwrite" in err
+    status, _, _ = _run(capsys, "-i", str(path), "-o", str(out_file), "-m", "rouge", "--overwrite")
+    assert status == 0 and "rouge1_f1" in set(next(read_rows(str(out_file))))
+
+
+def test_csv_with_field_mapping_and_a_bad_row(tmp_path, capsys):
+    path = write_csv(tmp_path / "in.csv", ITEMS[:10])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("just-one-field\n")
+    status, out, _ = _run(capsys, "-i", str(path), "--field", "output=pred", "--field", "reference=ref",
+                          "--items", "-m", "bleu")
+    assert status == 0 and "note: 1 of 11 records have no scores" in out and "row 11: 1 fields" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-i", "missing.jsonl"], "input file not found"),
+    (["-i", "{dir}/in.jsonl", "--field", "colour=x"], "--field 'colour=x'"),
+    (["-i", "{dir}/in.jsonl", "-o", "{dir}/o.csv"], "name a .jsonl or .parquet"),
+    (["-i", "{dir}/in.jsonl", "-p", "{dir}/in.jsonl"], "drop --predictions/--references"),
+    (["-p", "{dir}/in.jsonl", "-r", "{dir}/in.jsonl", "-o", "{dir}/o.jsonl"], "--output go with --input"),
+    (["-p", "{dir}/in.jsonl", "-m", "clipscore"], "clipscore scores images"),
+    ([], "give --input"),
+    (["-i", "{dir}/in.jsonl", "--chunk-size", "0"], "must be positive"),
+])
+def test_mistakes_are_one_line_errors(tmp_path, capsys, args, message):
+    write_jsonl(tmp_path / "in.jsonl", ITEMS[:3])
+    status, _, err = _run(capsys, *[a.format(dir=tmp_path) for a in args])
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+HEAVY = ("torch", "transformers", "opik", "nltk", "bert_score", "pyarrow", "ray")
+
+
+@pytest.mark.parametrize("extra", [[], ["--input"]])
+def test_text_metrics_start_without_heavy_imports(tmp_path, extra):
+    """ROUGE and BLEU from the command line import none of the heavy packages (startup like a
+    command-line tool; `make bench` measures it against sacrebleu's CLI)."""
+    items = ITEMS[:20]
+    if extra:
+        args = ["--input", str(write_jsonl(tmp_path / "in.jsonl", items))]
+    else:
+        (tmp_path / "p.txt").write_text("".join(i["output"] + "\n" for i in items))
+        (tmp_path / "r.txt").write_text("".join((i["reference"] if isinstance(i["reference"], str)
+                                                 else i["reference"][0]) + "\n" for i in items))
+        args = ["-p", str(tmp_path / "p.txt"), "-r", str(tmp_path / "r.txt")]
+    code = ("import sys; from opik_metrics.cli import main; status = main(['score', *sys.argv[1:], '--no-progress']); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & set(%r)))" % (HEAVY,))
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

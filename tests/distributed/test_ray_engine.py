@@ -1,0 +1,125 @@
+"""The Ray engine on a real local cluster (``ray.init(num_cpus=2)``, no mocks): the rows and the
+aggregates of a run equal the single-process run's (BERTScore within 1e-6), from files and from a
+``ray.data.Dataset``; the CLI's ``--engine ray`` writes the same output file."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from opik_metrics.cli import main  # noqa: E402
+from opik_metrics.distributed import RayEngine, aggregate_dataset, score_dataset  # noqa: E402
+from opik_metrics.metrics.catalog import MetricRecipe  # noqa: E402
+from opik_metrics.streams import FieldMap, read_rows, score_file  # noqa: E402
+from tests.streams.records import generate_items, write_csv, write_jsonl, write_parquet  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("ray")      # one local cluster, in one test process
+
+ITEMS = generate_items(600, seed=5)
+TEXT = MetricRecipe.of([("rouge", {"rouge_types": ("rouge1", "rouge2", "rougeL"), "use_stemmer": True,
+                                   "track": False}),
+                        ("bleu", {"track": False})])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> str:
+    from tests.neural.tiny_models import build_bert
+    return str(build_bert(tmp_path_factory.mktemp("tiny_bert")))
+
+
+@pytest.mark.parametrize("writer,fields", [
+    (write_jsonl, None),
+    (write_parquet, None),
+    (write_csv, FieldMap({"output": ("pred",), "reference": ("ref",)})),
+])
+@pytest.mark.parametrize("actors", [False, True])
+def test_text_metrics_on_ray_equal_the_local_run(tmp_path, writer, fields, actors):
+    suffix = {"write_jsonl": "jsonl", "write_parquet": "parquet", "write_csv": "csv"}[writer.__name__]
+    path = str(writer(tmp_path / f"in.{suffix}", ITEMS))
+    local = score_file(path, TEXT(), fields=fields, output=str(tmp_path / "local.parquet"), chunk_size=50,
+                       progress=False)
+    on_ray = score_file(path, output=str(tmp_path / "ray.parquet"), fields=fields, chunk_size=50, progress=False,
+                        engine=RayEngine(TEXT, workers=2, actors=actors))
+    assert list(read_rows(str(tmp_path / "ray.parquet"))) == list(read_rows(str(tmp_path / "local.parquet")))
+    assert on_ray.aggregate == local.aggregate and on_ray.counts == local.counts
+    assert on_ray.signatures == local.signatures
+
+
+def test_bertscore_on_an_actor_pool_equals_the_local_run(tmp_path, tiny_bert):
+    recipe = MetricRecipe.of([("bertscore", {"model": tiny_bert, "num_layers": 2, "track": False})])
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:300]))
+    local = score_file(path, recipe(), chunk_size=64, progress=False)
+    on_ray = score_file(path, chunk_size=64, progress=False, engine=RayEngine(recipe, workers=2, actors=True))
+    assert len(on_ray.rows) == 300
+    for a, b in zip(on_ray.rows, local.rows):
+        assert a["index"] == b["index"] and a["reason"] == b["reason"]
+        for name in ("BERTPrecision", "BERTRecall", "BERTF1"):
+            assert a[name] == pytest.approx(b[name], abs=1e-6)
+    for name, value in local.aggregate.items():
+        assert on_ray.aggregate[name] == pytest.approx(value, abs=1e-6)
+
+
+def test_a_ray_run_resumes_what_a_local_run_kept(tmp_path):
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS))
+    out = str(tmp_path / "o.jsonl")
+    clean = score_file(path, TEXT(), chunk_size=50, progress=False)
+    from opik_metrics.streams import LocalEngine, open_source
+    from opik_metrics.streams.run import StreamRun
+
+    class Stops(LocalEngine):
+        def rows(self, source, fields, refs):
+            for k, batch in enumerate(super().rows(source, fields, refs)):
+                if k == 5:
+                    raise KeyboardInterrupt
+                yield batch
+
+    with pytest.raises(KeyboardInterrupt):
+        StreamRun(open_source(path), FieldMap(), Stops(TEXT()), output=out, chunk_size=50, progress=False,
+                  flush_rows=50).execute()
+    resumed = score_file(path, output=out, chunk_size=50, progress=False, engine=RayEngine(TEXT, workers=2,
+                                                                                            actors=False))
+    assert resumed.resumed_from == 250
+    assert [r["bleu"] for r in read_rows(out)] == [r["bleu"] for r in clean.rows]
+    assert resumed.aggregate == clean.aggregate
+
+
+def test_a_dataset_the_user_has_is_scored_and_aggregated_as_a_file_is(tmp_path):
+    ds = ray.data.from_items([{"id": k, "pred": i["output"],
+                               "refs": i["reference"] if isinstance(i["reference"], list) else [i["reference"]]}
+                              for k, i in enumerate(ITEMS)])
+    fields = FieldMap({"output": ("pred",), "reference": ("refs",)})
+    scored = score_dataset(ds, TEXT, fields=fields, workers=2, batch_size=100)
+    rows = sorted(scored.take_all(), key=lambda r: r["id"])
+    local = score_file(str(write_jsonl(tmp_path / "in.jsonl", ITEMS)), TEXT(), progress=False)
+    assert [r["rouge1_f1"] for r in rows] == [r["rouge1_f1"] for r in local.rows]
+    assert [r["bleu"] for r in rows] == [r["bleu"] for r in local.rows]
+    assert rows[0]["pred"] == ITEMS[0]["output"]               # the user's columns stay
+    totals = aggregate_dataset(scored.sort("id"), [m.facts for m in TEXT()])
+    assert totals.aggregate["corpus_bleu"] == pytest.approx(local.aggregate["corpus_bleu"], abs=1e-12)
+    assert totals.aggregate["rougeL_f1"] == pytest.approx(local.aggregate["rougeL_f1"], abs=1e-12)
+
+
+def test_the_cli_on_ray_writes_the_local_output(tmp_path, capsys):
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS))
+    args = ["score", "--input", path, "-m", "rouge", "-m", "bleu", "-m", "cider", "--no-progress", "--format", "json"]
+    assert main([*args, "--output", str(tmp_path / "local.parquet")]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main([*args, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray", "--workers", "2"]) == 0
+    on_ray = json.loads(capsys.readouterr().out)
+    assert on_ray["aggregate"] == local["aggregate"] and on_ray["signatures"] == local["signatures"]
+    assert list(read_rows(str(tmp_path / "ray.parquet"))) == list(read_rows(str(tmp_path / "local.parquet")))
+
+
+def test_bad_worker_counts_are_refused():
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        RayEngine(TEXT, workers=0)
