@@ -23,6 +23,7 @@ _PUBLIC = {
     "Perplexity": "opik_metrics.metrics.perplexity",
     "DistillationKL": "opik_metrics.metrics.distillation",
     "distillation_loss": "opik_metrics.neural.lm.distillation_loss",
+    "EvaluateMetric": "opik_metrics.metrics.evaluate_module",
 }
 __all__ = sorted(_PUBLIC)
 

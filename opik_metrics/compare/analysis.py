@@ -381,6 +381,7 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
         if e.config.get("metrics") and not e.facts:
             notes.append(f"{e.name}: its config records no metric facts (made by an older opik-metrics): its "
                          "scores are compared as higher-is-better and have no corpus scores")
+    notes.extend(_whole_set_notes(experiments))
     for m in metrics:
         for e in experiments:
             entry = scores[m["name"]].get(e.name)
@@ -390,6 +391,19 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
                     and abs(entry["recorded"] - entry["value"]) > 1e-9 * max(1.0, abs(entry["value"])):
                 notes.append(f"{e.name}: {m['name']} recomputed from item statistics is {entry['value']:.6g}, "
                              f"the experiment recorded {entry['recorded']:.6g} (items differ, e.g. failed ones)")
+    return notes
+
+
+def _whole_set_notes(experiments: Sequence[ExperimentRecords]) -> list[str]:
+    """What the report says of corpus scores computed over the whole set at once (an ``evaluate``
+    module's): their recorded values, and that they get no interval and no test."""
+    names = dict.fromkeys(s.name for e in experiments for facts in e.facts.values() for s in facts.whole_set_corpora)
+    notes = []
+    for name in names:
+        values = ", ".join(f"{e.name}: " + (f"{e.experiment_scores[name]:.6g}" if is_number(
+            e.experiment_scores.get(name)) else "not recorded") for e in experiments)
+        notes.append(f"{name} is computed by its metric over the whole set at once, from no per-item statistics: "
+                     f"recorded values ({values}) are shown as they are, with no interval and no test")
     return notes
 
 

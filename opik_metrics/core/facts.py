@@ -76,7 +76,13 @@ class CorpusFacts:
 class MetricFacts:
     """Everything a metric states: the scores it emits (main scores first), the direction of any
     score it did not declare, its corpus score (and, for a suite such as COCO's, more corpus scores
-    made from the same statistics) and its signature."""
+    made from the same statistics) and its signature.
+
+    ``whole_set_corpora``: corpus scores the metric computes over the whole set at once, from no
+    summable per-item statistics (a Hugging Face ``evaluate`` module's ``compute`` over every item).
+    The experiment records their values; a comparison shows them as recorded but cannot resample
+    them, so it gives them no interval and no test.
+    """
 
     metric: str
     kind: str
@@ -85,6 +91,7 @@ class MetricFacts:
     corpus: CorpusFacts | None = None
     signature: Signature | None = None
     more_corpora: tuple[CorpusFacts, ...] = ()
+    whole_set_corpora: tuple[ScoreFacts, ...] = ()
 
     @property
     def corpora(self) -> tuple[CorpusFacts, ...]:
@@ -99,6 +106,9 @@ class MetricFacts:
         for corpus in self.corpora:
             if corpus.name == name:
                 return corpus.score
+        for whole in self.whole_set_corpora:
+            if whole.name == name:
+                return whole
         return None
 
     @property
@@ -127,7 +137,9 @@ class MetricFacts:
                 "scores": [s.as_dict() for s in self.scores],
                 "corpus": self.corpus.as_dict() if self.corpus else None,
                 "signature": self.signature.as_dict() if self.signature is not None else None,
-                **({"more_corpora": [c.as_dict() for c in self.more_corpora]} if self.more_corpora else {})}
+                **({"more_corpora": [c.as_dict() for c in self.more_corpora]} if self.more_corpora else {}),
+                **({"whole_set_corpora": [s.as_dict() for s in self.whole_set_corpora]}
+                   if self.whole_set_corpora else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "MetricFacts":
@@ -141,7 +153,8 @@ class MetricFacts:
                    higher_is_better=bool(data.get("higher_is_better", True)),
                    corpus=CorpusFacts.from_dict(data["corpus"]) if data.get("corpus") else None,
                    signature=signature,
-                   more_corpora=tuple(CorpusFacts.from_dict(c) for c in data.get("more_corpora") or ()))
+                   more_corpora=tuple(CorpusFacts.from_dict(c) for c in data.get("more_corpora") or ()),
+                   whole_set_corpora=tuple(ScoreFacts.from_dict(s) for s in data.get("whole_set_corpora") or ()))
 
 
 def _stored_signature(data: Mapping[str, Any]) -> Signature:
