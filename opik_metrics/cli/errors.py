@@ -95,6 +95,19 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> arg
         raise SystemExit(_quiet_broken_pipe()) from None
 
 
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves behind, for the command that was running."""
+    resume = "; run the same command again to resume"
+    if getattr(args, "command", None) == "score":
+        output = getattr(args, "output", None)
+        return f"interrupted: the rows scored so far are kept in {output}.parts{resume}" if output else "interrupted"
+    if getattr(args, "command", None) in ("caption", "experiments"):
+        store = getattr(args, "store", None)
+        return "interrupted: every item finished so far is kept in the local store" + (f" {store}" if store else "") \
+            + resume
+    return "interrupted"
+
+
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run one sub-command: known errors become one clear line (exit 2), Ctrl-C exits 130, a
     closed stdout (``| head -1``) exits 141 without a word."""
@@ -107,9 +120,7 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
             raise
         return _quiet_broken_pipe()
     except KeyboardInterrupt:
-        store = getattr(args, "store", None)
-        print("\ninterrupted: every item finished so far is kept in the local store"
-              + (f" {store}" if store else "") + "; run the same command again to resume", file=sys.stderr)
+        print("\n" + interrupted_message(args), file=sys.stderr)
         return 130
     except user_errors() as exc:
         return fail(str(exc))

@@ -150,9 +150,11 @@ class StreamRun:
             return self._result(aggregator, signatures, resumed_from=aggregator.rows, output=self.output)
         out.start()
         done = out.done()
-        for batch in self._scored(done, out):
-            out.add([row for row in batch if row["index"] >= done])
-        out.flush()
+        try:
+            for batch in self._scored(done, out):
+                out.add([row for row in batch if row["index"] >= done])
+        finally:
+            out.flush()        # also on Ctrl-C or an error: every row scored so far is kept
 
         def merged() -> Iterator[dict]:
             for row in out.kept_rows():

@@ -98,3 +98,25 @@ def test_text_metrics_start_without_heavy_imports(tmp_path, extra):
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_ctrl_c_keeps_the_rows_scored_so_far_and_a_rerun_resumes(tmp_path, capsys, monkeypatch):
+    import opik_metrics.streams.run as run
+
+    path = write_jsonl(tmp_path / "in.jsonl", ITEMS)
+    out_file = tmp_path / "o.jsonl"
+    real, calls = run.ChunkScorer.score, [0]
+
+    def interrupted(self, chunk):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(self, chunk)
+
+    monkeypatch.setattr(run.ChunkScorer, "score", interrupted)
+    status, _, err = _run(capsys, "-i", str(path), "-o", str(out_file), "--chunk-size", "10", "-m", "bleu")
+    assert status == 130 and f"kept in {out_file}.parts" in err
+    monkeypatch.setattr(run.ChunkScorer, "score", real)
+    status, out, _ = _run(capsys, "-i", str(path), "-o", str(out_file), "--chunk-size", "10", "-m", "bleu")
+    assert status == 0 and "resumed after record 20" in out
+    assert [r["index"] for r in read_rows(str(out_file))] == list(range(120))
