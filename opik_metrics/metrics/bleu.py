@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
+                               require_batch)
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult, collector_paused
 from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
 
 
@@ -88,13 +89,32 @@ class BLEU(ReferenceMetric):
         reason = None if res.sys_len else "every output is empty: corpus BLEU is 0 by definition"
         return self._result(f"corpus_{self.name}", res, stats, self._item_signature("var", sentence=False), reason)
 
+    def statistics(self, outputs: Sequence[str],
+                   references: Sequence[str | Sequence[str]] | None = None) -> list[Statistics]:
+        """One summable statistics object per item: what ``item_statistics`` reads from
+        ``score_batch``'s results, taken from the engine's counts without scoring each sentence."""
+        fields = self._require_corpus().fields
+        return [Statistics(fields, tuple(row)) for row in self._segment_rows(outputs, references)]
+
     def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
-        """Corpus BLEU over aligned outputs and references, as ``sacrebleu.corpus_bleu``."""
-        result = super().corpus_score(outputs, references)
+        """Corpus BLEU over aligned outputs and references, as ``sacrebleu.corpus_bleu``: exactly
+        ``from_statistics(sum(statistics(...)))``, each text tokenised once, the columns summed at once."""
+        rows = self._segment_rows(outputs, references)
+        if not rows:
+            raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
+        result = self.from_statistics(Statistics(self._require_corpus().fields, tuple(map(sum, zip(*rows)))))
         nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
         if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
             result.metadata["signature"] = self._item_signature(nrefs.pop(), sentence=False)
         return result
+
+    def _segment_rows(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None) -> list:
+        """Validated items' statistics rows (the corpus scorer's tokenisation and counts)."""
+        outs, refs = require_batch(outputs, references)
+        if refs is None:
+            raise MetricInputError(f"{self.name} needs references: pass references=[...]")
+        with collector_paused():      # many small rows: no collection rescanning Opik's objects meanwhile
+            return self._corpus.segment_statistics(outs, refs)
 
     @staticmethod
     def _result(name: str, res: BLEUResult, stats: BLEUStats, signature: Signature, reason: str | None,

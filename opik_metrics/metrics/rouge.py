@@ -20,10 +20,27 @@ class ROUGE(ReferenceMetric):
     ``stem_rouge1_f1``), so that two configurations can score one experiment. The corpus score
     is the mean over items (``corpus_<first type>_f1``, every mean in its metadata).
 
+    ``rouge155=True`` gives instead, per item, the numbers the ROUGE-1.5.5 perl script prints for
+    the pair (``-n N -w 1.2 -2 d -u -c 95 -r 1 -p 0.5 -t 0``, ``-f A`` for
+    ``multi_reference="average"``, ``-f B`` for ``"best"``, ``-s`` for ``remove_stopwords``): its
+    tokenisation (ASCII lowercase, ``[a-z0-9]`` runs), one sentence per line, rougeLsum = its
+    ROUGE-L (union LCS by sentence), rougeW by sentence with the reference length weighted twice
+    in the recall, rougeSU without the last token's unigram, R and P rounded to 5 decimals and F
+    from the rounded values. Stemming stays nltk's Porter (the script's ``-m`` differs on some
+    words). The default mode follows rouge-score (N, L, Lsum) and Lin (2004) (W, S, SU). Where
+    they differ, reference "police killed the gunman", prediction "police kill the gunman", w = 2:
+    the WLCS hits are f(1) + f(2) = 5 (runs "police", "the gunman"); default rougeW P = R =
+    sqrt(5/16) = 0.559, 1.5.5 rougeW P = 0.55902 but R = sqrt(5 / f(f(4))) = sqrt(5/256) = 0.13975;
+    rougeSU: default (3 + 3) / (6 + 4) = 0.6, 1.5.5 (3 + 2) / (6 + 3) = 0.55556 (unigrams of
+    "police killed the" only). See ``opik_metrics.text.rouge.rouge155``.
+
     Example:
         >>> from opik_metrics import ROUGE
         >>> [r.name for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
         ['rouge1_precision', 'rouge1_recall', 'rouge1_f1']
+        >>> m = ROUGE(rouge_types=["rougeSU"], rouge155=True, track=False)
+        >>> [r.value for r in m.score("police kill the gunman", "police killed the gunman")]
+        [0.55556, 0.55556, 0.55556]
     """
 
     def __init__(
@@ -36,6 +53,7 @@ class ROUGE(ReferenceMetric):
         beta: float | None = None,
         wlcs_weight: float = 1.2,
         multi_reference: str = "best",
+        rouge155: bool = False,
         name: str = "rouge",
         track: bool = True,
         project_name: str | None = None,
@@ -45,7 +63,7 @@ class ROUGE(ReferenceMetric):
         self._scorer = RougeScorer(
             tuple(rouge_types), use_stemmer=use_stemmer, remove_stopwords=remove_stopwords,
             tokenizer=tokenizer, alpha=alpha, beta=beta, wlcs_weight=wlcs_weight,
-            multi_reference=multi_reference,
+            multi_reference=multi_reference, rouge155=rouge155,
         )
         self.rouge_types = self._scorer.rouge_types
         self.signature = self._scorer.signature().extended(nltk=package_version("nltk"))

@@ -114,7 +114,8 @@ def test_ctrl_c_keeps_the_rows_scored_so_far_and_a_rerun_resumes(tmp_path, capsy
         return real(self, chunk)
 
     monkeypatch.setattr(run.ChunkScorer, "score", interrupted)
-    status, _, err = _run(capsys, "-i", str(path), "-o", str(out_file), "--chunk-size", "10", "-m", "bleu")
+    status, _, err = _run(capsys, "-i", str(path), "-o", str(out_file), "--chunk-size", "10", "-m", "bleu",
+                          "--workers", "1")
     assert status == 130 and f"kept in {out_file}.parts" in err
     monkeypatch.setattr(run.ChunkScorer, "score", real)
     status, out, _ = _run(capsys, "-i", str(path), "-o", str(out_file), "--chunk-size", "10", "-m", "bleu")

@@ -30,15 +30,15 @@ def models(tmp_path_factory):
 
 
 def _options(key: str, models: dict) -> dict:
-    return {"rouge": {}, "bleu": {}, "cider": {}, "coco": {},
+    return {"rouge": {}, "bleu": {}, "chrf": {}, "ter": {}, "cider": {}, "coco": {},
             "bertscore": {"model": models["bert"], "num_layers": 2},
             "perplexity": {"model": models["gpt2"]}, "clipscore": {"model": models["clip"]},
             "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]}}[key]
 
 
 def test_every_catalog_metric_has_a_factory_here():
-    assert set(METRICS) == {"rouge", "bleu", "bertscore", "cider", "coco", "clipscore", "perplexity",
-                            "distillation_kl"}
+    assert set(METRICS) == {"rouge", "bleu", "chrf", "ter", "bertscore", "cider", "coco", "clipscore",
+                            "perplexity", "distillation_kl"}
 
 
 @pytest.fixture(scope="module", params=sorted(METRICS))

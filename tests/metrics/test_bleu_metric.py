@@ -58,3 +58,37 @@ def test_empty_output_is_zero_with_reason_and_errors_name_the_field():
         BLEU(track=False).score("a", None)
     with pytest.raises(MetricInputError, match="got 2 outputs but 1 references"):
         BLEU(track=False).corpus_score(["a", "b"], ["a"])
+
+
+def test_statistics_equal_the_scored_items_and_corpus_is_their_sum():
+    """The fast statistics path (engine counts, no sentence scores) gives what ``item_statistics``
+    reads from ``score_batch``, for one and several references, and corpus_score is their sum."""
+    preds, refs = realistic_pairs(120, seed=7)
+    _, refs2 = realistic_pairs(120, seed=8)
+    mixed = [r if i % 3 else [r, r2] for i, (r, r2) in enumerate(zip(refs, refs2))]
+    for opts in ({}, dict(tokenize="intl", lowercase=True, max_ngram_order=3)):
+        m = BLEU(track=False, **opts)
+        stats = m.statistics(preds, mixed)
+        assert stats == [m.item_statistics(results) for results in m.score_batch(preds, mixed)]
+        corpus = m.corpus_score(preds, mixed)
+        expected = m.from_statistics(sum(stats))
+        assert corpus.value == expected.value and corpus.metadata["statistics"] == expected.metadata["statistics"]
+    corpus = BLEU(track=False).corpus_score(preds, [[r, r2] for r, r2 in zip(refs, refs2)])
+    assert corpus.value == pytest.approx(sacrebleu.corpus_bleu(preds, [refs, refs2]).score / 100, rel=1e-12)
+    assert "nrefs:2" in corpus.metadata["signature"]
+    with pytest.raises(MetricInputError, match="needs references"):
+        BLEU(track=False).statistics(preds)
+    with pytest.raises(MetricInputError, match="at least one item"):
+        BLEU(track=False).corpus_score([], [])
+
+
+def test_corpus_score_tokenises_each_text_once(monkeypatch):
+    from opik_metrics.text.tokenizers import sacrebleu as tokenizers
+
+    preds, refs = realistic_pairs(50, seed=9)
+    seen = []
+    original = tokenizers.tokenize_13a.__wrapped__      # uncached: every call is a tokenisation
+    monkeypatch.setattr(tokenizers, "tokenize_13a", lambda line: seen.append(line) or original(line))
+    m = BLEU(track=False)      # built after the patch: its token lister calls the counting tokeniser
+    m.corpus_score(preds, refs)
+    assert len(seen) == len(preds) + len(refs)

@@ -78,3 +78,21 @@ def test_unicode_tokenizer_scores_russian_where_default_gives_zero():
     uni = as_dict(ROUGE(tokenizer="unicode", track=False).score(pred, ref))
     assert default["rouge1_f1"] == 0.0
     assert uni["rouge1_f1"] == pytest.approx(3 / 4)  # кошка, на, ковре of 4 words each side
+
+
+def test_rouge155_mode_values_signature_and_reason():
+    from opik_metrics.text.rouge.scorer import RougeScorer
+
+    types = ["rouge1", "rougeLsum", "rougeW", "rougeSU4"]
+    m = ROUGE(rouge_types=types, rouge155=True, multi_reference="average", track=False)
+    engine = RougeScorer(types, rouge155=True, multi_reference="average")
+    preds, refs = realistic_pairs(20, seed=5)
+    for p, r in zip(preds, refs):
+        got = as_dict(m.score(output=p, reference=[r, p]))
+        for t, s in engine.score(p, [r, p]).items():
+            assert (got[f"{t}_precision"], got[f"{t}_recall"], got[f"{t}_f1"]) == (s.precision, s.recall, s.fmeasure)
+    r = m.score("police kill the gunman", "police killed the gunman")[-1]
+    assert r.name == "rougeSU4_f1" and r.value == 0.55556  # (3 pairs + 2 leading unigrams) / (6 + 3)
+    assert r.metadata["signature"].fields["mode"] == "rouge155" and "mode:rouge155" in r.metadata["signature"]
+    assert "mode" not in ROUGE(track=False).signature.fields
+    assert all("output has no tokens" in x.reason for x in m.score("!!!", "the cat"))

@@ -179,3 +179,24 @@ def test_seed_acceptance_means():
     # rouge2: 2 of 8/7 bigrams -> F 4/15; 2 of 7/3 -> F 2/5.  rougeL: LCS 5 of 9/8 -> 10/17; 4 -> 2/3.
     assert mean("rouge2") == pytest.approx((4 / 15 + 2 / 5) / 2, abs=1e-15)
     assert mean("rougeL") == pytest.approx((10 / 17 + 2 / 3) / 2, abs=1e-15)
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_long_multi_sentence_texts_equal_oracle(use_stemmer):
+    """rougeLsum (and L) on summaries of 150 to 700 tokens, a sentence per line, with the
+    candidate's sentences reordered, dropped or repeated: the union LCS over many lines."""
+    rng = random.Random(31 + use_stemmer)
+    predictions, references = realistic_pairs(300, seed=13 + use_stemmer)
+    pairs, k = [], 0
+    for size in (150, 300, 450, 700):
+        prediction, reference = [], []
+        while sum(len(s.split()) for s in prediction) < size:
+            prediction += _sentences_on_lines(predictions[k]).split("\n")
+            reference += _sentences_on_lines(references[k]).split("\n")
+            k += 1
+        shuffled = prediction[:]
+        rng.shuffle(shuffled)
+        repeated = prediction + rng.sample(prediction, len(prediction) // 3)
+        for candidate in (prediction, shuffled, repeated, prediction[::2]):
+            pairs.append(("\n".join(candidate), "\n".join(reference)))
+    _check_pairs(pairs, use_stemmer, ["rougeL", "rougeLsum"])

@@ -131,15 +131,17 @@ def single_reference_matches(hyp: list[str], ref: list[str], max_order: int) -> 
             matched = sum(map(table.__contains__, zip(*hyp_cols)))
         elif len(table) == ref_len - n + 1:  # each reference count is 1: count distinct n-grams found
             matched = len(table.intersection(zip(*hyp_cols)))
-        else:
-            table = Counter(zip(*ref_cols))
-            grams = Counter(zip(*hyp_cols))
-            common = grams.keys() & table.keys()
+        else:  # the reference repeats an n-gram: counts matter only if the hypothesis repeats one too
+            grams: dict = {}
+            _count_elements(grams, zip(*hyp_cols))
+            common = table.intersection(grams)
             if len(grams) == hyp_len - n + 1:
                 distinct = True
                 matched = len(common)
             else:
-                matched = sum(map(min, map(grams.__getitem__, common), map(table.__getitem__, common)))
+                ref_counts = {}
+                _count_elements(ref_counts, zip(*ref_cols))
+                matched = sum(map(min, map(grams.__getitem__, common), map(ref_counts.__getitem__, common)))
         correct.append(matched)
     return correct
 

@@ -101,6 +101,20 @@ class BLEUScorer:
         ``references[i]`` holds the reference(s) of ``hypotheses[i]``; items may have different
         numbers of references.
         """
+        rows = self.segment_statistics(hypotheses, references)
+        if not rows:
+            raise ValueError("corpus_score needs at least one hypothesis")
+        order = self.max_ngram_order
+        total = list(map(sum, zip(*rows)))
+        return self._formula(total[:order], total[order:2 * order], total[2 * order], total[2 * order + 1],
+                             self._effective(sentence=False))
+
+    def segment_statistics(self, hypotheses: Sequence[str], references: Sequence[References]) -> list[list[int]]:
+        """Each segment's statistics as a flat list (``BLEUStats.as_list`` order: correct per order,
+        total per order, sys_len, ref_len): one tokenisation per text, no score computed.
+
+        ``references[i]`` holds the reference(s) of ``hypotheses[i]`` (a str or a sequence of str).
+        """
         hyps = as_list(hypotheses, "hypotheses")
         refs = as_list(references, "references")
         if len(hyps) != len(refs):
@@ -108,26 +122,20 @@ class BLEUScorer:
                 f"corpus_score got {len(hyps)} hypotheses but {len(refs)} reference entries; "
                 "references[i] must hold the reference(s) of hypotheses[i]"
             )
-        if not hyps:
-            raise ValueError("corpus_score needs at least one hypothesis")
         rows = []
-        hyp_lens = []
-        ref_len_sum = 0
         segment = self._segment
+        order = self.max_ngram_order
         for i, (hyp, item_refs) in enumerate(zip(hyps, refs)):
             if type(hyp) is not str:
                 check_text(hyp, f"hypotheses[{i}]")
             if type(item_refs) is not list or len(item_refs) != 1 or type(item_refs[0]) is not str:
                 item_refs = reference_list(item_refs, i)  # all but the plain one-reference case
             correct, hyp_len, ref_len = segment(hyp, item_refs)
+            correct.extend(_totals(hyp_len, order))
+            correct.append(hyp_len)
+            correct.append(ref_len)
             rows.append(correct)
-            hyp_lens.append(hyp_len)
-            ref_len_sum += ref_len
-        order = self.max_ngram_order
-        correct_sum = [sum(column) for column in zip(*rows)]
-        total_sum = [sum(length - n for length in hyp_lens if length > n) for n in range(order)]
-        return self._formula(correct_sum, total_sum, sum(hyp_lens), ref_len_sum,
-                             self._effective(sentence=False))
+        return rows
 
     def compute(self, stats: BLEUStats, *, sentence: bool) -> BLEUResult:
         """BLEU from (summed) statistics; ``sentence`` picks the effective-order default."""

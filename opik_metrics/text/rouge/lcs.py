@@ -1,11 +1,31 @@
 """Longest-common-subsequence algorithms for ROUGE-L, ROUGE-Lsum and ROUGE-W.
 
 ``lcs_length`` is bit-parallel (Hyyrö 2004 on Python ints: one big-int step per token instead
-of one DP cell per token pair); the DP versions are kept where positions or weights are needed.
+of one DP cell per token pair). The LCS *positions* that ROUGE-Lsum's union LCS needs come from
+the same bit-parallel rows: ``union_lcs_positions_with_masks`` lays every candidate sentence out
+in one int (a zero guard bit after each), computes the rows of all of them at once, and walks
+rouge-score's DP traceback back through those rows, one big-int step per reference token, for
+all candidate sentences together; no O(n·m) table is built. ``weighted_lcs`` (ROUGE-W) keeps
+the DP, as its run lengths are not in the rows.
+
+How the traceback reads the rows. Row ``i`` of the DP (the first ``i`` reference tokens against
+every candidate prefix) is the bit-vector ``V_i``: bit ``j - 1`` is 0 where ``t[i][j]`` steps up
+(``t[i][j]`` is ``j`` minus the popcount of ``V_i``'s low ``j`` bits). rouge-score walks back
+from the corner: at ``(i, j)`` a match goes diagonally, else left when ``t[i][j-1] > t[i-1][j]``,
+else up. As ``t[i][j-1] - t[i-1][j] = (t[i][j-1] - t[i-1][j-1]) - (t[i-1][j] - t[i-1][j-1])``,
+"left" holds exactly where the vertical difference ``t[i][.] - t[i-1][.]`` is 1 at ``j - 1`` and
+row ``i - 1`` does not step up at ``j``. One Hyyrö step (``U = V & M``, ``V' = (V + U) | (V - U)``)
+moves the zero that closes each run of ones of ``V`` holding a match down to the run's lowest
+match ``p``, so the vertical difference is 1 from ``p`` to the run's end, and "left" holds from
+``p + 1`` to the run's end except at the run's other matches: exactly the bits of ``V'`` that
+``V + U`` lacks, ``V' ^ (V + U)``. With that mask per reference token, a row of the walk is, for
+every candidate sentence at once: slide the sentence's current column down through the mask;
+there, a match records the token and steps diagonally, anything else steps up. Rows of reference
+tokens that no candidate has are copies of the row above, and the walk passes them going up.
 """
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Hashable, NamedTuple, Sequence
 
 
 def position_masks(tokens: Sequence[Hashable]) -> tuple:
@@ -49,38 +69,91 @@ def lcs_length_dp(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     return previous[-1]
 
 
+class SentenceMasks(NamedTuple):
+    """Candidate sentences laid end to end in one int, each followed by a zero guard bit.
+
+    The guard stops a carry of one sentence's LCS row from reaching the next one, so one big-int
+    step advances the rows of every sentence at once. Empty sentences take no bits.
+    """
+
+    masks: dict      # token -> bits of its positions, over all sentences
+    ones: int        # every sentence position (guards excluded): the all-ones row
+    lasts: int       # each non-empty sentence's last position: where the traceback starts
+    inner: int       # every sentence position but each sentence's first one
+
+
+def sentence_masks(sentences: Sequence[Sequence[Hashable]]) -> SentenceMasks:
+    """``SentenceMasks`` of candidate sentences (token lists), for ``union_lcs_positions_with_masks``."""
+    masks: dict = {}
+    get = masks.get
+    bit = 1
+    ones = lasts = firsts = 0
+    for sentence in sentences:
+        if not sentence:
+            continue
+        first = bit
+        for token in sentence:
+            masks[token] = get(token, 0) | bit
+            bit <<= 1
+        ones |= bit - first            # the sentence's positions
+        firsts |= first
+        lasts |= bit >> 1
+        bit <<= 1                      # the guard bit: left 0 in every row
+    return SentenceMasks(masks, ones, lasts, ones & ~firsts)
+
+
+def union_lcs_positions_with_masks(candidates: SentenceMasks, reference: Sequence[Hashable]) -> list:
+    """Sorted positions of ``reference`` in the LCS (rouge-score's choice) with any candidate
+    sentence behind ``candidates``: the union LCS of ROUGE-Lsum (Lin 2004, section 3.2).
+
+    Reference tokens that no candidate has are skipped outright: their DP rows copy the row
+    above, and rouge-score's walk passes them going straight up.
+    """
+    get = candidates.masks.get
+    ones = candidates.ones
+    row = ones
+    steps = []                       # (position, match bits, go-left bits) of each matching token
+    for position, token in enumerate(reference):
+        match = get(token)
+        if match:
+            low = row & match
+            added = row + low
+            row = added | (row - low)
+            # The go-left columns: after the lowest match p of a run, up to the run's end, but
+            # not the other matches; i.e. where the new row has a one that the sum has not.
+            steps.append((position, match, row ^ added))
+            row &= ones
+    if not steps:
+        return []
+    inner = candidates.inner
+    at = candidates.lasts            # one bit per sentence still walking: its current column
+    found = []
+    for position, match, left in reversed(steps):
+        moving = at & left
+        while moving:                # slide through the go-left columns; a sentence's first
+            at ^= moving             # column is never one, so no bit leaves its sentence
+            moving >>= 1
+            at |= moving
+            moving &= left
+        hit = at & match
+        if hit:
+            found.append(position)
+            at ^= hit                # diagonal step; a sentence whose first column matched is done
+            at |= (hit & inner) >> 1
+            if not at:
+                break
+    found.reverse()
+    return found
+
+
 def lcs_positions(reference: Sequence[Hashable], candidate: Sequence[Hashable]) -> list:
     """Positions in ``reference`` of one LCS with ``candidate``, chosen as rouge-score chooses it.
 
-    The DP table has reference rows and candidate columns; the walk back from the corner takes a
-    match diagonally, else moves left only when the left cell is strictly larger than the upper one.
+    rouge-score's DP table has reference rows and candidate columns; its walk back from the corner
+    takes a match diagonally, else moves left only when the left cell is strictly larger than the
+    upper one. Computed from bit-parallel rows (see the module docstring), not from the table.
     """
-    cols = len(candidate)
-    table = [[0] * (cols + 1)]
-    for x in reference:
-        above = table[-1]
-        row = [0] * (cols + 1)
-        left = 0
-        for j, y in enumerate(candidate, 1):
-            if x == y:
-                left = above[j - 1] + 1
-            elif above[j] > left:
-                left = above[j]
-            row[j] = left
-        table.append(row)
-    positions = []
-    i, j = len(reference), cols
-    while i > 0 and j > 0:
-        if reference[i - 1] == candidate[j - 1]:
-            i -= 1
-            j -= 1
-            positions.append(i)
-        elif table[i][j - 1] > table[i - 1][j]:
-            j -= 1
-        else:
-            i -= 1
-    positions.reverse()
-    return positions
+    return union_lcs_positions_with_masks(sentence_masks([candidate]), reference)
 
 
 def weighted_lcs(reference: Sequence[Hashable], candidate: Sequence[Hashable], weight: float) -> float:

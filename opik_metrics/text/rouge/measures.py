@@ -32,7 +32,7 @@ def summary_lcs_measure(prediction: PreparedText, reference: PreparedText) -> Co
     reference_sentences = reference.sentences()
     prediction_sentences = prediction.sentences()
     return Counts(
-        summary_lcs_hits(reference_sentences, prediction_sentences),
+        summary_lcs_hits(reference_sentences, prediction_sentences, prediction.sentence_masks()),
         sum(map(len, prediction_sentences)),
         sum(map(len, reference_sentences)),
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from opik_metrics.text.rouge.lcs import position_masks
+from opik_metrics.text.rouge.lcs import position_masks, sentence_masks
 from opik_metrics.text.rouge.ngrams import ngram_counts, skip_bigram_counts
 
 
@@ -47,3 +47,10 @@ class PreparedText:
         if self._sentences is None:
             self._sentences = [self._tokenize(line) for line in self.text.split("\n") if line]
         return self._sentences
+
+    def sentence_masks(self):
+        """Bitmasks of every line's token positions, for the union LCS against other texts' lines."""
+        found = self._cache.get("sentence_masks")
+        if found is None:
+            found = self._cache["sentence_masks"] = sentence_masks(self.sentences())
+        return found

@@ -1,6 +1,10 @@
 """Pure-Python ROUGE: rouge-score 0.1.2's numbers (ROUGE-N, L, Lsum) several times faster, plus
 ROUGE-1.5.5's W, S and SU, its alpha/beta F-measure, stopword removal and model averaging.
 
+``rouge155=True`` gives instead the numbers the ROUGE-1.5.5 perl script prints for each pair (its
+tokenisation, sentence-level L and W, its SU and W definitions, 5-decimal rounding): see
+``opik_metrics.text.rouge.rouge155``.
+
 Usage::
 
     scorer = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True)
@@ -13,7 +17,9 @@ from typing import Sequence
 from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, pool, resolve_alpha
 from opik_metrics.text.rouge.measures import build_measure
 from opik_metrics.text.rouge.prepared import PreparedText
+from opik_metrics.text.rouge.rouge155 import Rouge155Engine
 from opik_metrics.text.rouge.types import RougeType, parse_rouge_type
+from opik_metrics.text.tokenizers.rouge155 import Rouge155Tokenizer
 from opik_metrics.text.tokenizers.words import make_tokenizer
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours as _package_version
@@ -45,11 +51,16 @@ def _reference_list(references) -> list:
 
 
 class RougeScorer:
-    """Scores predictions against references for a fixed set of ROUGE types and options."""
+    """Scores predictions against references for a fixed set of ROUGE types and options.
+
+    ``rouge155=True``: each item's numbers as the ROUGE-1.5.5 perl script prints them (its
+    tokenisation for ``tokenizer="default"``; ``multi_reference`` "average" = ``-f A``, "best" =
+    ``-f B``; ``alpha``/``beta`` = ``-p``; ``wlcs_weight`` = ``-w``); see ``rouge155.py``.
+    """
 
     def __init__(self, rouge_types=("rouge1", "rouge2", "rougeL"), *, use_stemmer=False,
                  remove_stopwords=False, tokenizer="default", alpha=None, beta=None,
-                 wlcs_weight=1.2, multi_reference="best"):
+                 wlcs_weight=1.2, multi_reference="best", rouge155=False):
         if isinstance(rouge_types, str):
             rouge_types = (rouge_types,)
         parsed = [parse_rouge_type(name) for name in rouge_types]
@@ -59,7 +70,8 @@ class RougeScorer:
         if isinstance(wlcs_weight, bool) or not isinstance(wlcs_weight, (int, float)) \
                 or not wlcs_weight > 1 or wlcs_weight == float("inf"):
             raise ValueError(f"wlcs_weight must be a finite number > 1, got {wlcs_weight!r}")
-        for option, value in (("use_stemmer", use_stemmer), ("remove_stopwords", remove_stopwords)):
+        for option, value in (("use_stemmer", use_stemmer), ("remove_stopwords", remove_stopwords),
+                              ("rouge155", rouge155)):
             if not isinstance(value, bool):      # "yes" or "no" would both be truthy
                 raise ValueError(f"{option} must be True or False, got {value!r}")
         if multi_reference not in MULTI_REFERENCE_MODES:
@@ -69,16 +81,25 @@ class RougeScorer:
             )
         self._alpha = resolve_alpha(alpha, beta)
         self._alpha_text = self._describe_f(alpha, beta)
-        self._tokenizer = make_tokenizer(tokenizer, use_stemmer=bool(use_stemmer),
-                                         remove_stopwords=bool(remove_stopwords))
+        if rouge155 and tokenizer == "default":  # "default" is the script's own tokenisation here
+            self._tokenizer = Rouge155Tokenizer(use_stemmer, remove_stopwords)
+        else:
+            self._tokenizer = make_tokenizer(tokenizer, use_stemmer=bool(use_stemmer),
+                                             remove_stopwords=bool(remove_stopwords))
         self.rouge_types: tuple = tuple(rouge_type.name for rouge_type in unique)
         self.use_stemmer = bool(use_stemmer)
         self.remove_stopwords = bool(remove_stopwords)
         self.wlcs_weight = float(wlcs_weight)
         self.multi_reference = multi_reference
         self._fmeasure = FMeasure(self._alpha)
+        self.rouge155 = rouge155
         self._measures = [(rouge_type.name, *build_measure(rouge_type, self.wlcs_weight))
                           for rouge_type in unique]
+        self._rouge155 = None
+        if rouge155:
+            self._rouge155 = Rouge155Engine(
+                unique, self._tokenizer, alpha=0.5 if self._alpha is None else self._alpha,
+                weight=self.wlcs_weight, multi_reference=multi_reference)
 
     def _describe_f(self, alpha, beta) -> str:
         if self._alpha is None:
@@ -91,6 +112,8 @@ class RougeScorer:
 
     def score(self, prediction: str, references) -> dict:
         """Scores of ``prediction`` against one reference or several (combined per ``multi_reference``)."""
+        if self._rouge155 is not None:
+            return self._rouge155.score(_require_str(prediction, "prediction"), _reference_list(references))
         prepared = PreparedText(_require_str(prediction, "prediction"), self._tokenizer)
         return self._score_prepared(prepared, _reference_list(references))
 
@@ -122,9 +145,14 @@ class RougeScorer:
         return result
 
     def signature(self) -> Signature:
-        """Everything that determines the numbers, e.g. for experiment metadata and reproducibility."""
+        """Everything that determines the numbers, e.g. for experiment metadata and reproducibility.
+
+        The ROUGE-1.5.5 mode adds ``mode:rouge155`` after the metric (the default mode has no
+        ``mode`` field, so its signatures are unchanged).
+        """
+        mode = {"mode": "rouge155"} if self.rouge155 else {}
         return Signature({
-            "metric": "rouge", "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
+            "metric": "rouge", **mode, "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
             "stem": "yes" if self.use_stemmer else "no", "stop": "yes" if self.remove_stopwords else "no",
             "f": self._alpha_text, "multi": self.multi_reference, "w": f"{self.wlcs_weight:g}",
             "version": _package_version(),

@@ -1,36 +1,51 @@
 """Summary-level LCS hits for ROUGE-Lsum (Lin 2004, section 3.2), matching rouge-score's union LCS."""
 from __future__ import annotations
 
-from collections import Counter
-from typing import Sequence
+from collections import _count_elements  # Counter()'s C counting loop, into a plain dict
+from typing import Optional, Sequence
 
-from opik_metrics.text.rouge.lcs import lcs_positions
-
-
-def union_lcs_positions(reference_sentence: list, candidate_sentences: Sequence[list]) -> list:
-    """Sorted positions of ``reference_sentence`` in the LCS with any candidate sentence (the union LCS)."""
-    union: set = set()
-    vocabulary = set(reference_sentence)
-    for candidate in candidate_sentences:
-        if not vocabulary.isdisjoint(candidate):
-            union.update(lcs_positions(reference_sentence, candidate))
-    return sorted(union)
+from opik_metrics.text.rouge.lcs import SentenceMasks, sentence_masks, union_lcs_positions_with_masks
 
 
-def summary_lcs_hits(reference_sentences: Sequence[list], candidate_sentences: Sequence[list]) -> int:
-    """Union-LCS tokens of every reference sentence, each token credited at most as often as both summaries have it."""
-    left_in_reference = Counter()
-    left_in_candidate = Counter()
-    for sentence in reference_sentences:
-        left_in_reference.update(sentence)
+def union_lcs_positions(reference_sentence: list, candidate_sentences: Sequence[list],
+                        candidate_masks: Optional[SentenceMasks] = None) -> list:
+    """Sorted positions of ``reference_sentence`` in the LCS with any candidate sentence (the union LCS).
+
+    ``candidate_masks`` (``sentence_masks(candidate_sentences)``) saves rebuilding them when the
+    same candidate sentences meet many reference sentences.
+    """
+    if candidate_masks is None:
+        candidate_masks = sentence_masks(candidate_sentences)
+    return union_lcs_positions_with_masks(candidate_masks, reference_sentence)
+
+
+def summary_lcs_hits(reference_sentences: Sequence[list], candidate_sentences: Sequence[list],
+                     candidate_masks: Optional[SentenceMasks] = None) -> int:
+    """Union-LCS tokens of every reference sentence, each token credited at most as often as both summaries have it.
+
+    rouge-score credits a union-LCS token while both summaries still have an uncredited copy of it.
+    The reference side never runs out (a token's credits so far came from other positions of
+    it, all earlier), so only the candidate's copies are counted down; a reference sentence with
+    no token that the candidate still has a copy of cannot add a hit and is not looked at.
+    """
+    left: dict = {}                      # token -> the candidate's copies not credited yet (> 0)
     for sentence in candidate_sentences:
-        left_in_candidate.update(sentence)
+        _count_elements(left, sentence)
+    if candidate_masks is None:
+        candidate_masks = sentence_masks(candidate_sentences)
     hits = 0
     for sentence in reference_sentences:
-        for position in union_lcs_positions(sentence, candidate_sentences):
+        if left.keys().isdisjoint(sentence):
+            continue
+        for position in union_lcs_positions_with_masks(candidate_masks, sentence):
             token = sentence[position]
-            if left_in_candidate[token] > 0 and left_in_reference[token] > 0:
+            copies = left.get(token)
+            if copies:
                 hits += 1
-                left_in_candidate[token] -= 1
-                left_in_reference[token] -= 1
+                if copies == 1:
+                    del left[token]
+                    if not left:
+                        return hits
+                else:
+                    left[token] = copies - 1
     return hits

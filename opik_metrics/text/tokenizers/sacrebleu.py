@@ -39,7 +39,7 @@ def get_tokenizer(name: str) -> Callable[[str], str]:
 def token_lister(name: str, lowercase: bool) -> Callable[[str], Sequence[str]]:
     """text -> tokens as sacrebleu's BLEU prepares a segment: lowercase (optionally), strip
     trailing whitespace, tokenize, split on whitespace."""
-    if name == "13a":  # our own, token-identical and faster (see bleu_13a.py)
+    if name == "13a":  # our own, token-identical and faster (see tokenizer_13a.py)
         if lowercase:
             return lambda text: tokenize_13a(text.lower().rstrip())
         return lambda text: tokenize_13a(text.rstrip())

@@ -1,0 +1,120 @@
+"""chrF / chrF++ as an Opik metric: sentence chrF per item, corpus chrF per experiment."""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.text.chrf import CHRFResult, CHRFScorer, chrf_from_statistics, statistics_fields
+
+
+class CHRF(ReferenceMetric):
+    """chrF (character n-gram F-score) and chrF++ (``word_order=2``) in [0, 1], with sacrebleu's
+    options and numbers (its score divided by 100).
+
+    ``score`` gives sentence chrF, named ``name`` (default ``chrf``); with several references the
+    one with the highest chrF counts (the first on ties), as sacrebleu. ``corpus_score`` and
+    ``experiment_score`` give corpus chrF, named ``corpus_<name>``: the items' statistics summed,
+    then one F-score (as ``sacrebleu.corpus_chrf``), which is not the mean of sentence scores.
+
+    Args:
+        word_order: word n-gram order; 0 is chrF, 2 is chrF++.
+        char_order: character n-gram order (sacrebleu's default 6).
+        beta: weight of recall against precision (chrF2 by default).
+        lowercase: compare lowercased text.
+        whitespace: keep whitespace inside character n-grams (sacrebleu removes it by default).
+        eps_smoothing: chrF++.py / NLTK / Moses epsilon smoothing instead of sacrebleu's
+            effective order (orders with no n-gram left out).
+        name: name of the item score (the corpus score is ``corpus_<name>``).
+        track: let Opik track the calls.
+        project_name: Opik project of the tracked calls.
+
+    Example:
+        >>> from opik_metrics import CHRF
+        >>> result = CHRF(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0]
+        >>> result.name, round(result.value, 4)
+        ('chrf', 0.7208)
+    """
+
+    def __init__(
+        self,
+        word_order: int = 0,
+        char_order: int = 6,
+        beta: float = 2,
+        lowercase: bool = False,
+        whitespace: bool = False,
+        eps_smoothing: bool = False,
+        name: str = "chrf",
+        track: bool = True,
+        project_name: str | None = None,
+    ) -> None:
+        self._scorer = CHRFScorer(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
+                                  whitespace=whitespace, eps_smoothing=eps_smoothing)
+        self.signature = self._scorer.signature(nrefs=None)
+        self._signatures: dict[Union[int, str], Signature] = {}
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(self.name, higher_is_better=True, bounds=(0.0, 1.0))]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        s = self._scorer
+        return corpus_facts(f"corpus_{self.name}", self.name, statistics_fields(s.char_order, s.word_order),
+                            chrf_from_statistics,
+                            {"char_order": s.char_order, "word_order": s.word_order, "beta": s.beta,
+                             "eps_smoothing": s.eps_smoothing},
+                            bounds=(0.0, 1.0))
+
+    def _item_signature(self, nrefs: Union[int, str]) -> Signature:
+        """The signature a result carries: sacrebleu's, with the item's number of references."""
+        if nrefs not in self._signatures:
+            self._signatures[nrefs] = self._scorer.signature(nrefs=nrefs)
+        return self._signatures[nrefs]
+
+    def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        results = []
+        name = self.name
+        for output, refs, res in zip(outputs, references, self._scorer.batch(outputs, references)):
+            results.append([ScoreResult(
+                name=name, value=res.score, reason=self._reason(output, refs, res),
+                metadata={"statistics": list(res.statistics), "best_reference": res.reference,
+                          "n_references": len(refs), "signature": self._item_signature(len(refs))})])
+        return results
+
+    def _reason(self, output: str, refs: list[str], res: CHRFResult) -> str | None:
+        """Why an item takes a defined value: an empty output or reference (``res.statistics[1]``
+        counts the best reference's characters)."""
+        if res.statistics[1] and res.statistics[0]:
+            return None
+        out_empty = not (output if self._scorer.whitespace else output.strip())
+        ref_empty = not res.statistics[1]
+        if not (out_empty or ref_empty):
+            return None                          # some characters, none in common: a real 0
+        what = ("output and reference have" if out_empty and ref_empty
+                else "output has" if out_empty else "reference has")
+        return f"{what} no characters: chrF is {res.score!r} by sacrebleu's definition"
+
+    def _owns(self, result: ScoreResult) -> bool:
+        """Made by this configuration: its signature is ours for the item's number of references."""
+        meta = result.metadata or {}
+        return (not result.scoring_failed and meta.get("n_references") is not None
+                and meta.get("signature") == self._item_signature(meta["n_references"]))
+
+    def from_statistics(self, total: Statistics, nrefs: Union[int, str] = "var") -> ScoreResult:
+        """Corpus chrF from summed statistics, with sacrebleu's signature."""
+        value = self.corpus_value(total)
+        reason = None
+        if not total.values[1]:
+            reason = f"no reference has characters: corpus chrF is {value!r} by sacrebleu's definition"
+        elif not total.values[0]:
+            reason = f"every output is empty: corpus chrF is {value!r} by sacrebleu's definition"
+        return ScoreResult(name=f"corpus_{self.name}", value=value, reason=reason,
+                           metadata={"statistics": list(total.values), "signature": self._item_signature(nrefs)})
+
+    def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
+        """Corpus chrF over aligned outputs and references, as ``sacrebleu.corpus_chrf``."""
+        result = super().corpus_score(outputs, references)
+        nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
+        if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
+            result.metadata["signature"] = self._item_signature(nrefs.pop())
+        return result

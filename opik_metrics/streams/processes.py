@@ -1,0 +1,84 @@
+"""Several processes of this machine as the engine of a streamed run: each builds the metrics
+once (from a picklable recipe), reads groups of the file's chunks itself and scores them in the
+local engine's chunks; rows come back in order. Text metrics are Python-bound, so processes,
+not threads, use the cores."""
+from __future__ import annotations
+
+import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterator, Sequence
+
+from opik_metrics.core import facts_of
+from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.sources import Chunk, ChunkRef, Source
+
+MetricFactory = Callable[[], Sequence[Any]]
+_worker: dict[str, Any] = {}
+
+
+def group_refs(refs: Sequence[ChunkRef], groups: int) -> list[ChunkRef]:
+    """Consecutive refs merged into about ``groups`` refs (each read at once, scored chunk by chunk)."""
+    per_group = max(1, math.ceil(len(refs) / max(1, groups)))
+    return [merge_refs(refs[k:k + per_group]) for k in range(0, len(refs), per_group)]
+
+
+def merge_refs(refs: Sequence[ChunkRef]) -> ChunkRef:
+    """One ref for consecutive refs."""
+    return ChunkRef(refs[0].first, sum(r.count for r in refs), refs[0].start, refs[-1].stop)
+
+
+def score_group(scorer: Any, source: Source, ref: ChunkRef, chunk_size: int) -> list[dict]:
+    """The rows of one group of chunks, scored in chunks of ``chunk_size`` from its first record."""
+    chunk = source.read(ref)
+    rows: list[dict] = []
+    for lo in range(0, len(chunk.records), chunk_size):
+        rows.extend(scorer.score(Chunk(chunk.first + lo, chunk.records[lo:lo + chunk_size])))
+    return rows
+
+
+def _start(factory: MetricFactory, source: Source, fields: FieldMap, chunk_size: int) -> None:
+    from opik_metrics.streams.run import ChunkScorer
+
+    _worker.update(scorer=ChunkScorer(factory(), fields), source=source, chunk_size=chunk_size)
+
+
+def _score(ref: ChunkRef) -> list[dict]:
+    return score_group(_worker["scorer"], _worker["source"], ref, _worker["chunk_size"])
+
+
+class ProcessEngine:
+    """Scores a streamed run's chunks in ``workers`` processes (``forkserver``: no state of this
+    process, threads or models included, is inherited). ``factory`` must pickle (a module-level
+    function, a ``functools.partial``, a ``MetricRecipe``); a run of one or two chunks stays in
+    this process."""
+
+    name = "processes"
+
+    def __init__(self, factory: MetricFactory, workers: int, groups_per_worker: int = 8) -> None:
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        self.factory, self.workers, self.groups_per_worker = factory, workers, groups_per_worker
+        self._facts: list | None = None
+
+    def facts(self) -> list:
+        if self._facts is None:
+            self._facts = [facts_of(m) for m in self.factory()]
+        return self._facts
+
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
+        refs = list(refs)
+        if not refs:
+            return
+        chunk_size = max(r.count for r in refs)
+        if self.workers == 1 or len(refs) <= 2:       # starting processes would cost more than it saves
+            from opik_metrics.streams.run import ChunkScorer
+            scorer = ChunkScorer(self.factory(), fields)
+            for ref in refs:
+                yield score_group(scorer, source, ref, chunk_size)
+            return
+        groups = group_refs(refs, self.workers * self.groups_per_worker)
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
+                                 initargs=(self.factory, source, fields, chunk_size)) as pool:
+            yield from pool.map(_score, groups)

@@ -1,0 +1,53 @@
+"""Several processes of one machine give the rows and aggregates of one process, in order."""
+from __future__ import annotations
+
+import pytest
+
+from opik_metrics.cli import main
+from opik_metrics.metrics.catalog import MetricRecipe
+from opik_metrics.streams import FieldMap, ProcessEngine, read_rows, score_file
+from tests.streams.records import generate_items, write_csv, write_jsonl, write_parquet
+
+ITEMS = generate_items(900, seed=21)
+RECIPE = MetricRecipe.of([("rouge", {"rouge_types": ("rouge1", "rougeLsum"), "use_stemmer": True, "track": False}),
+                          ("bleu", {"track": False}), ("cider", {"df_references": [i["reference"] for i in ITEMS],
+                                                                 "track": False})])
+
+
+@pytest.mark.parametrize("writer,fields", [
+    (write_jsonl, None),
+    (write_parquet, None),
+    (write_csv, FieldMap({"output": ("pred",), "reference": ("ref",)})),
+])
+def test_two_processes_equal_one(tmp_path, writer, fields):
+    suffix = {"write_jsonl": "jsonl", "write_parquet": "parquet", "write_csv": "csv"}[writer.__name__]
+    path = str(writer(tmp_path / f"in.{suffix}", ITEMS))
+    one = score_file(path, RECIPE(), fields=fields, chunk_size=40, progress=False)
+    two = score_file(path, fields=fields, chunk_size=40, progress=False, engine=ProcessEngine(RECIPE, workers=2))
+    assert two.rows == one.rows and two.aggregate == one.aggregate and two.signatures == one.signatures
+
+
+def test_a_run_of_two_chunks_stays_in_this_process(tmp_path, monkeypatch):
+    import opik_metrics.streams.processes as processes
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("no process pool for two chunks")
+
+    monkeypatch.setattr(processes, "ProcessPoolExecutor", no_pool)
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:80]))
+    result = score_file(path, chunk_size=40, progress=False, engine=ProcessEngine(RECIPE, workers=2))
+    assert result.items == 80
+
+
+def test_the_cli_output_does_not_depend_on_the_worker_count(tmp_path, capsys):
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS))
+    for workers in ("1", "2"):
+        assert main(["score", "-i", path, "-o", str(tmp_path / f"w{workers}.parquet"), "--workers", workers,
+                     "--chunk-size", "64", "--no-progress", "-m", "rouge", "-m", "bleu"]) == 0
+    capsys.readouterr()
+    assert list(read_rows(str(tmp_path / "w1.parquet"))) == list(read_rows(str(tmp_path / "w2.parquet")))
+
+
+def test_bad_worker_counts_are_refused():
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        ProcessEngine(RECIPE, workers=0)
