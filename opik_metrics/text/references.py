@@ -1,4 +1,4 @@
-"""Input checks shared by the chrF and TER engines: clear TypeError/ValueError naming the position."""
+"""Input checks shared by the BLEU, chrF and TER engines: clear TypeError/ValueError naming the position."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -59,3 +59,10 @@ def check_bool(value: Any, option: str) -> bool:
     if type(value).__name__ == "bool_":      # numpy.bool_ from a config or a dataframe
         return bool(value)
     raise ValueError(f"{option} must be True or False, got {value!r}")
+
+
+def as_list(values: Any, where: str) -> list:
+    """A corpus-level argument as a list; a bare str is refused (it would be read char by char)."""
+    if isinstance(values, str) or values is None or not hasattr(values, "__iter__"):
+        raise TypeError(f"{where} must be a sequence, got {type(values).__name__}")
+    return values if isinstance(values, list) else list(values)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Optional, Sequence, Union
 
 from opik_metrics.text.bleu.formula import SMOOTH_DEFAULTS, BLEUFormula
-from opik_metrics.text.bleu.inputs import as_list, check_text, reference_list
+from opik_metrics.text.references import as_list, check_text, reference_list
 from opik_metrics.text.bleu.ngrams import clipped_matches, closest_ref_len, reference_tables, single_reference_matches
 from opik_metrics.text.bleu.signature import bleu_signature
 from opik_metrics.text.tokenizers.sacrebleu import TOKENIZER_NAMES, get_tokenizer, token_lister
@@ -80,7 +80,7 @@ class BLEUScorer:
     def stats(self, hypothesis: str, references: References) -> BLEUStats:
         """Sufficient statistics of one hypothesis against its reference(s); sum them for a corpus."""
         check_text(hypothesis, "hypothesis")
-        correct, hyp_len, ref_len = self._segment(hypothesis, reference_list(references))
+        correct, hyp_len, ref_len = self._segment(hypothesis, reference_list(references, "BLEU"))
         return BLEUStats(tuple(correct), tuple(_totals(hyp_len, self.max_ngram_order)), hyp_len, ref_len)
 
     # -- scores -----------------------------------------------------------------------------
@@ -90,7 +90,7 @@ class BLEUScorer:
         if type(hypothesis) is not str:
             check_text(hypothesis, "hypothesis")
         if not (type(references) is list and len(references) == 1 and type(references[0]) is str):
-            references = reference_list(references)  # the general case
+            references = reference_list(references, "BLEU")  # the general case
         correct, hyp_len, ref_len = self._segment(hypothesis, references)
         return self._formula(correct, _totals(hyp_len, self.max_ngram_order), hyp_len, ref_len,
                              True if self.effective_order is None else self.effective_order)
@@ -129,7 +129,7 @@ class BLEUScorer:
             if type(hyp) is not str:
                 check_text(hyp, f"hypotheses[{i}]")
             if type(item_refs) is not list or len(item_refs) != 1 or type(item_refs[0]) is not str:
-                item_refs = reference_list(item_refs, i)  # all but the plain one-reference case
+                item_refs = reference_list(item_refs, "BLEU", i)  # all but the plain one-reference case
             correct, hyp_len, ref_len = segment(hyp, item_refs)
             correct.extend(_totals(hyp_len, order))
             correct.append(hyp_len)
