@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 import gc
 from typing import Any, Iterator, Sequence
 
@@ -17,6 +18,12 @@ from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, Score
 from opik_metrics.metrics.opik_results import scoring_inputs
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
+
+# Hot paths (ROUGE's nine results a pair) build ScoreResults positionally, at half the cost of
+# keywords: that needs Opik's field order, checked once here.
+_POSITIONAL = ("name", "value", "reason", "category_name", "metadata")
+if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(_POSITIONAL)] != _POSITIONAL:
+    raise ImportError(f"this opik's ScoreResult fields are not {_POSITIONAL}: opik-metrics needs an update")
 
 
 @contextlib.contextmanager
