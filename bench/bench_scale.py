@@ -3,7 +3,9 @@
 - Startup: ``opik-metrics score`` on 20 lines with ROUGE and BLEU against ``sacrebleu``'s CLI on
   the same files (wall time, median of interleaved runs); target at most 3x.
 - One process: ROUGE-1/2/L + BLEU over N JSONL pairs (default 1,000,000) with ``--output
-  scores.parquet``; peak memory (the child's max RSS) under 1 GB, and the throughput.
+  scores.parquet --workers 1``; peak memory (the child's max RSS) under 1 GB, and the throughput.
+- Both cores: the same on N/5 pairs with ``--workers 2`` (processes) against ``--workers 1``;
+  target at least 1.7x.
 - Ray: the same command with ``--engine ray --workers 2`` against ``--workers 1`` on N/5 pairs
   (Ray's startup included); target at least 1.6x on 2 cores. Rows must equal the local run's.
 - BERTScore (packaged MiniLM) on Ray with 2 one-thread workers against one process using both
@@ -84,7 +86,7 @@ def one_process(folder: Path, n: int) -> tuple[dict, Path]:
     path = _write_pairs(folder, n)
     out = folder / "local.parquet"
     seconds, peak = _peak_rss([*CLI, "score", "-i", str(path), "-o", str(out), "--overwrite", "--no-progress",
-                               "-m", "rouge", "-m", "bleu"])
+                               "-m", "rouge", "-m", "bleu", "--workers", "1"])
     return ({"benchmark": f"one process: ROUGE-1/2/L+BLEU, {n:,} JSONL pairs -> parquet, peak RSS MB "
                           f"({n / seconds:,.0f} pairs/s)",
              "ours_per_s": n / seconds, "reference_per_s": None, "ratio": peak / 2**20, "target": 1024,
@@ -104,6 +106,18 @@ def on_ray(folder: Path, n: int) -> dict:
             and pq.read_table(folder / "ray1.parquet").equals(pq.read_table(folder / "local-small.parquet")))
     return {"benchmark": f"Ray: ROUGE+BLEU, {n:,} pairs, 2 workers vs 1 (speed-up)", "ours_per_s": n / t2,
             "reference_per_s": n / t1, "ratio": t1 / t2, "target": 1.6, "identical": same}
+
+
+def on_cores(folder: Path, n: int) -> dict:
+    """The local engine on both cores (``--workers 2``, processes) against one (``--workers 1``)."""
+    path = _write_pairs(folder, n)
+    args = [*CLI, "score", "-i", str(path), "--overwrite", "--no-progress", "-m", "rouge", "-m", "bleu"]
+    t1, _ = _run([*args, "-o", str(folder / "cores1.parquet"), "--workers", "1"])
+    t2, _ = _run([*args, "-o", str(folder / "cores2.parquet"), "--workers", "2"])
+    import pyarrow.parquet as pq
+    same = pq.read_table(folder / "cores1.parquet").equals(pq.read_table(folder / "cores2.parquet"))
+    return {"benchmark": f"one machine: ROUGE+BLEU, {n:,} pairs, --workers 2 (processes) vs 1 (speed-up)",
+            "ours_per_s": n / t2, "reference_per_s": n / t1, "ratio": t1 / t2, "target": 1.7, "identical": same}
 
 
 def bertscore_on_ray(folder: Path, n: int) -> dict:
@@ -132,6 +146,9 @@ def main(n: int = 1_000_000) -> list:
         row, _ = one_process(folder, n)
         rows.append(row)
         print(f"{row['benchmark']}: {row['ratio']:.0f} MB (target < 1024)", flush=True)
+        rows.append(on_cores(folder, max(1000, n // 5)))
+        print(f"{rows[-1]['benchmark']}: {rows[-1]['ratio']:.2f}x (target >= 1.7), identical {rows[-1]['identical']}",
+              flush=True)
         rows.append(on_ray(folder, max(1000, n // 5)))
         print(f"{rows[-1]['benchmark']}: {rows[-1]['ratio']:.2f}x (target >= 1.6), identical {rows[-1]['identical']}",
               flush=True)

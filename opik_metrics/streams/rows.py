@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from opik_metrics.core import MetricFacts, Statistics, resolve_formula
+from opik_metrics.core import MetricFacts, resolve_formula
 
 STATISTICS_PREFIX = "statistics."
 
@@ -63,39 +63,44 @@ class Aggregator:
         self.unscored = 0
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
-        self._stats: dict[str, Statistics] = {}
+        self._stat_columns = [(f.metric, statistics_column(f.metric)) for f in self.facts if f.own_corpus is not None]
+        self._totals: dict[str, list[float]] = {}     # summed statistics (what Statistics.__add__ does, unboxed)
         self._stat_counts: dict[str, int] = {}
-        self._fields = {f.metric: f.own_corpus.fields for f in self.facts if f.own_corpus is not None}
-        self._score_names = {s.name for f in self.facts for s in f.scores}
+        self._skip = {"index", "reason", *(column for _, column in self._stat_columns)}
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows += 1
+        sums, counts, skip = self._sums, self._counts, self._skip
         scored = False
         for name, value in row.items():
-            if name in ("index", "reason") or name.startswith(STATISTICS_PREFIX) or value is None:
+            if value is None or name in skip:
                 continue
             scored = True
-            self._sums[name] = self._sums.get(name, 0.0) + value
-            self._counts[name] = self._counts.get(name, 0) + 1
+            if name in sums:
+                sums[name] += value
+                counts[name] += 1
+            else:
+                sums[name] = 0.0 + value
+                counts[name] = 1
         if not scored:
             self.unscored += 1
-        for metric, fields in self._fields.items():
-            values = row.get(statistics_column(metric))
+        for metric, column in self._stat_columns:
+            values = row.get(column)
             if values is None:
                 continue
-            stats = Statistics(fields, tuple(values))
-            self._stats[metric] = self._stats[metric] + stats if metric in self._stats else stats
+            total = self._totals.get(metric)
+            self._totals[metric] = list(values) if total is None else [a + b for a, b in zip(total, values)]
             self._stat_counts[metric] = self._stat_counts.get(metric, 0) + 1
 
     def aggregate(self) -> dict[str, float]:
         """Every score's mean over the items that have it, then each corpus score of its own."""
         out = {name: self._sums[name] / self._counts[name] for name in self._sums}
         for facts in self.facts:
-            total = self._stats.get(facts.metric)
+            total = self._totals.get(facts.metric)
             if total is None:
                 continue
             for corpus in facts.own_corpora:
-                out[corpus.name] = float(resolve_formula(corpus.formula)(total.values, **corpus.options))
+                out[corpus.name] = float(resolve_formula(corpus.formula)(tuple(total), **corpus.options))
         return out
 
     def corpus_names(self) -> list[str]:

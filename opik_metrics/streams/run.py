@@ -17,7 +17,7 @@ from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.scoring import score_chunk
 from opik_metrics.streams.fields import FieldMap
-from opik_metrics.streams.output import RunOutput
+from opik_metrics.streams.output import RunOutput, columns
 from opik_metrics.streams.rows import Aggregator, RowMaker
 from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source
 
@@ -143,7 +143,8 @@ class StreamRun:
                     aggregator.add(row)
                 rows.extend(batch)
             return self._result(aggregator, signatures, rows=rows)
-        out = RunOutput(self.output, self.run_key(signatures), overwrite=self.overwrite, flush_rows=self.flush_rows)
+        out = RunOutput(self.output, self.run_key(signatures), columns=columns(facts), overwrite=self.overwrite,
+                        flush_rows=self.flush_rows)
         if out.complete:
             for row in out.kept_rows():
                 aggregator.add(row)

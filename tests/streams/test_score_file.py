@@ -181,7 +181,7 @@ def test_a_killed_run_resumes_with_nothing_lost_or_repeated(tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    kept = sorted((tmp_path / "o.jsonl.parts").glob("part-*.jsonl"))
+    kept = sorted((tmp_path / "o.jsonl.parts").glob("part-*.arrow"))
     assert not out.exists() and len(kept) == 8          # 16 chunks of 10 rows scored, written 20 at a time
     resumed = score_file(str(path), [BLEU(track=False)], output=str(out), chunk_size=10, progress=False)
     clean = score_file(str(path), [BLEU(track=False)], chunk_size=10, progress=False)
@@ -196,3 +196,14 @@ def test_non_finite_and_missing_scores_are_counted_not_hidden(tmp_path):
     result = score_file(str(path), [BLEU(track=False)], progress=False)
     assert result.counts == {"bleu": 1, "corpus_bleu": 1} and result.unscored == 1
     assert all(math.isfinite(v) for v in result.aggregate.values())
+
+
+def test_parts_are_json_lines_where_there_is_no_arrow(tmp_path):
+    from opik_metrics.streams import RunOutput
+
+    out = RunOutput(str(tmp_path / "o.jsonl"), {"run": 1}, columns=None, flush_rows=2)
+    out.start()
+    out.add([{"index": 0, "bleu": 0.5, "reason": None}, {"index": 1, "reason": "line 2: not JSON"}])
+    assert [p.suffix for p in (tmp_path / "o.jsonl.parts").glob("part-*")] == [".jsonl"]
+    assert list(out.kept_rows()) == [{"index": 0, "bleu": 0.5, "reason": None}, {"index": 1, "reason": "line 2: not JSON"}]
+    assert out.done() == 2
