@@ -1,15 +1,15 @@
 """Ray Data as the engine of a streamed run. The driver plans the file's chunks (byte or row
 ranges, no records read); Ray Data hands groups of them to workers (an actor pool for metrics
 with models, so each worker loads its model once; plain tasks for text metrics), which read and
-score them in the very chunks the local engine uses. Rows come back in order, as JSON text (floats
-round-trip exactly), and the driver writes and aggregates them as the local engine's."""
+score them in the very chunks the local engine uses. Rows come back in order as Arrow tables
+(floats unchanged), and the driver writes and aggregates them as the local engine's."""
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.output import columns, rows_table, table_rows
 from opik_metrics.streams.processes import group_refs, score_group
 from opik_metrics.streams.rows import Aggregator
 from opik_metrics.streams.run import ChunkScorer, StreamResult
@@ -51,15 +51,15 @@ class _RefScorer:
         self.scorer = ChunkScorer(factory(), fields)
         self.source = source
         self.chunk_size = chunk_size
+        self.columns = columns([facts_of(m) for m in self.scorer.metrics])
 
-    def __call__(self, batch: dict) -> dict:
-        indexes, rows = [], []
+    def __call__(self, batch: dict) -> Any:
+        """The rows of the batch's chunk groups as an Arrow table of the output's columns."""
+        rows: list[dict] = []
         for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
-            ref = ChunkRef(int(first), int(count), int(start), int(stop))
-            for row in score_group(self.scorer, self.source, ref, self.chunk_size):
-                indexes.append(row["index"])
-                rows.append(json.dumps(row))
-        return {"index": indexes, "row": rows}
+            rows += score_group(self.scorer, self.source, ChunkRef(int(first), int(count), int(start), int(stop)),
+                                self.chunk_size)
+        return rows_table(self.columns, rows)
 
 
 def _score_refs_task(batch: dict, factory: MetricFactory, source: Source, fields: FieldMap,
@@ -117,8 +117,8 @@ class RayEngine:
         else:
             scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
                                     compute=ray.data.TaskPoolStrategy(size=self.workers), batch_format="numpy")
-        for batch in scored.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
-            yield [json.loads(text) for text in batch["row"]]
+        for batch in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
+            yield table_rows(batch)
 
 
 def _describe(factory: MetricFactory) -> list:

@@ -194,14 +194,25 @@ def _arrow() -> Any:
     return pyarrow
 
 
+def rows_table(cols: Sequence[str], rows: Sequence[dict]) -> Any:
+    """Rows as an Arrow table of the output's columns (a missing score is null)."""
+    pa = _arrow()
+    schema = arrow_schema(cols)
+    return pa.Table.from_arrays([pa.array([row.get(c) for row in rows], type=schema.field(c).type) for c in cols],
+                                schema=schema)
+
+
+def table_rows(table: Any) -> list[dict]:
+    """The rows of an Arrow table of output columns, as the engines make them (no null scores)."""
+    return [{k: v for k, v in row.items() if v is not None or k == "reason"} for row in table.to_pylist()]
+
+
 def _write_arrow_part(path: Path, cols: Sequence[str], rows: Sequence[dict]) -> None:
     """Rows as an Arrow IPC file, written whole and renamed into place."""
     pa = _arrow()
-    schema = arrow_schema(cols)
-    table = pa.Table.from_arrays([pa.array([row.get(c) for row in rows], type=schema.field(c).type) for c in cols],
-                                 schema=schema)
+    table = rows_table(cols, rows)
     tmp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
@@ -212,8 +223,7 @@ def _read_arrow_part(path: Path) -> Iterator[dict]:
     pa = _arrow()
     with pa.memory_map(str(path)) as source:
         table = pa.ipc.open_file(source).read_all()
-    for row in table.to_pylist():
-        yield {k: v for k, v in row.items() if v is not None or k == "reason"}
+    yield from table_rows(table)
 
 
 def arrow_schema(cols: Sequence[str]) -> Any:
