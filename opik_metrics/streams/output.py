@@ -41,7 +41,8 @@ class RunOutput:
     signatures): a different run never resumes into these parts."""
 
     def __init__(self, path: str, run: dict[str, Any], *, columns: Sequence[str] | None = None,
-                 overwrite: bool = False, flush_rows: int = 8192, flush_seconds: float = 5.0) -> None:
+                 overwrite: bool = False, flush_rows: int = 8192, flush_seconds: float = 5.0,
+                 input_path: str | None = None) -> None:
         self.path = Path(path)
         self.format = output_format(path)
         self.parts = Path(f"{path}.parts")
@@ -53,9 +54,27 @@ class RunOutput:
         self._last_flush = time.monotonic()
         if not self.path.parent.is_dir():
             raise OutputError(f"--output {path}: folder {self.path.parent} does not exist")
-        if overwrite:
-            self.discard()
-        self._check_same_run()
+        if self.path.is_dir():
+            raise OutputError(f"--output {path} is a folder; name a .jsonl or .parquet file")
+        if input_path is not None and self.path.exists() and os.path.samefile(self.path, input_path):
+            raise OutputError(f"--output {path} is the input file; choose another --output")
+        self._lock = _RunLock(Path(f"{path}.lock"))        # one run writes an output at a time
+        try:
+            shutil.rmtree(self._finished_parts, ignore_errors=True)   # a finished run killed while clearing up
+            if overwrite:
+                self.discard()
+            self._check_same_run()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def _finished_parts(self) -> Path:
+        return Path(f"{self.path}.parts.done")
+
+    def close(self) -> None:
+        """Let another run write this output (the lock also goes when the process dies)."""
+        self._lock.release()
 
     # -- resuming -----------------------------------------------------------------------------
 
@@ -82,13 +101,19 @@ class RunOutput:
         return self.path.exists() and self.record.exists() and not self.parts.exists()
 
     def done(self) -> int:
-        """How many leading records (0 .. done-1) the kept parts hold."""
+        """How many leading records (0 .. done-1) the kept parts hold, without a gap."""
         stop = 0
         for first, last, _ in self._part_files():
-            if first != stop:
+            if first > stop:
                 break
-            stop = last
+            stop = max(stop, last)
         return stop
+
+    def drop_parts_after(self, done: int) -> None:
+        """Remove kept parts that start at or after ``done`` (beyond a gap): this run writes them again."""
+        for first, _, p in self._part_files():
+            if first >= done:
+                p.unlink()
 
     def _part_files(self) -> list[tuple[int, int, Path]]:
         if not self.parts.is_dir():
@@ -138,16 +163,17 @@ class RunOutput:
     def kept_rows(self) -> Iterator[dict]:
         """Every kept row in index order: from the parts while running, else from the output."""
         if self.parts.is_dir():
-            stop = self.done()
+            expect, stop = 0, self.done()
             for first, last, p in self._part_files():
                 if first >= stop:
                     break
-                if p.suffix == ".arrow":
-                    yield from _read_arrow_part(p)
+                if last <= expect:          # a part another attempt already covered
                     continue
-                with open(p, encoding="utf-8") as f:
-                    for line in f:
-                        yield json.loads(line)
+                rows = _read_arrow_part(p) if p.suffix == ".arrow" else _read_json_part(p)
+                for row in rows:
+                    if row["index"] == expect:     # each index once, in order
+                        expect += 1
+                        yield row
         elif self.path.exists():
             yield from read_rows(str(self.path))
 
@@ -164,9 +190,13 @@ class RunOutput:
         os.replace(tmp, self.path)
 
     def finish(self, record: dict[str, Any]) -> None:
-        """Write the run's record beside the output (what made it, the aggregates); drop the parts."""
+        """Write the run's record beside the output (what made it, the aggregates); drop the parts
+        (renamed away first, so that a kill while deleting them leaves a finished output)."""
         _write_atomically(self.record, json.dumps({"run": self.run, **record}, indent=2))
-        shutil.rmtree(self.parts, ignore_errors=True)
+        if self.parts.exists():
+            os.replace(self.parts, self._finished_parts)
+        shutil.rmtree(self._finished_parts, ignore_errors=True)
+        self.close()
 
 
 def _write_parquet(path: Path, cols: list[str], rows: Iterator[dict], group: int = 65536) -> None:
@@ -217,6 +247,53 @@ def _write_arrow_part(path: Path, cols: Sequence[str], rows: Sequence[dict]) -> 
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _read_json_part(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+class _RunLock:
+    """An exclusive ``flock`` on ``<output>.lock`` for the run's life: a second run on the same
+    output stops with a clear message instead of deleting or interleaving the first one's parts."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fd = path, None
+        try:
+            import fcntl
+        except ImportError:                   # not POSIX: runs are not locked
+            return
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                holder = path.read_text(encoding="utf-8", errors="replace").strip() or "another process"
+                raise OutputError(f"another run ({holder}) is writing {str(path)[:-len('.lock')]}; wait for it "
+                                  "or choose another --output") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:                          # not a lock file its last holder removed meanwhile
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)                     # closing releases the lock
+        self.fd = None
 
 
 def _read_arrow_part(path: Path) -> Iterator[dict]:

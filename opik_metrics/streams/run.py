@@ -144,13 +144,20 @@ class StreamRun:
                 rows.extend(batch)
             return self._result(aggregator, signatures, rows=rows)
         out = RunOutput(self.output, self.run_key(signatures), columns=columns(facts), overwrite=self.overwrite,
-                        flush_rows=self.flush_rows)
+                        flush_rows=self.flush_rows, input_path=self.source.path)
+        try:
+            return self._write(out, facts, signatures, aggregator)
+        finally:
+            out.close()
+
+    def _write(self, out: RunOutput, facts: list, signatures: dict[str, str], aggregator: Aggregator) -> StreamResult:
         if out.complete:
             for row in out.kept_rows():
                 aggregator.add(row)
             return self._result(aggregator, signatures, resumed_from=aggregator.rows, output=self.output)
         out.start()
         done = out.done()
+        out.drop_parts_after(done)
         try:
             for batch in self._scored(done, out):
                 out.add([row for row in batch if row["index"] >= done])
@@ -165,7 +172,7 @@ class StreamRun:
         out.merge(facts, merged())
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
         out.finish({"aggregate": result.aggregate, "counts": result.counts, "items": result.items,
-                           "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})
+                    "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})
         return result
 
     def _scored(self, done: int, out: RunOutput | None) -> Iterator[list[dict]]:

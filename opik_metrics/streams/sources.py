@@ -172,6 +172,8 @@ class JsonlSource(_TextSource):
         if lines and lines[-1] == b"":
             lines.pop()
         records: list = []
+        if ref.start == 0 and lines and lines[0].startswith(b"\xef\xbb\xbf"):
+            lines[0] = lines[0][3:]             # a UTF-8 byte order mark (Windows tools write one)
         for k, raw in enumerate(lines[:ref.count]):
             line_no = ref.first + k + 1
             text = _decode(raw, f"line {line_no}")
@@ -215,32 +217,34 @@ class CsvSource(_TextSource):
         return self._start
 
     def _record_ends(self) -> Iterator[int]:
-        """Newlines outside quotes: an even number of quote characters since the record began
-        (an escaped quote is two of them)."""
-        quotes, last = 0, self._start
-        with open(self.path, "rb") as f:
-            for end in self._lines():
-                if end <= self._start:
-                    continue
-                f.seek(last)
-                quotes += f.read(end - last).count(b'"')
-                last = end
-                if quotes % 2 == 0:
-                    quotes = 0
-                    yield end
+        """Where each record ends, as Python's csv module reads them (it decides what a quote
+        means: a stray one inside an unquoted field is a character, not the start of quoting).
+        Blank lines are no records, as for ``csv.DictReader``."""
+        end = [self._start]
+
+        def lines() -> Iterator[str]:
+            with open(self.path, "rb") as f:
+                f.seek(self._start)
+                for raw in f:
+                    end[0] += len(raw)
+                    yield raw.decode("utf-8", "replace")   # boundaries only; read() reports bad bytes
+
+        for row in csv.reader(lines()):
+            if row:
+                yield end[0]
 
     def read(self, ref: ChunkRef) -> Chunk:
         raw = self._bytes(ref)
         text = _decode(raw, f"rows {ref.first + 1}-{ref.first + ref.count}")
         if isinstance(text, BadRecord):         # decode row by row to find the bad ones
             return self._read_rows_apart(ref, raw)
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
         return Chunk(ref.first, [self._record(row, ref.first + k) for k, row in enumerate(rows[:ref.count])]
                      + [BadRecord("row missing")] * (ref.count - len(rows)))
 
     def _read_rows_apart(self, ref: ChunkRef, raw: bytes) -> Chunk:
         records = []
-        for k, line in enumerate(raw.split(b"\n")[:ref.count]):
+        for k, line in enumerate([line for line in raw.split(b"\n") if line.strip()][:ref.count]):
             text = _decode(line, f"row {ref.first + k + 1}")
             records.append(text if isinstance(text, BadRecord) else
                            self._record(next(csv.reader([text]), []), ref.first + k))

@@ -207,3 +207,61 @@ def test_parts_are_json_lines_where_there_is_no_arrow(tmp_path):
     assert [p.suffix for p in (tmp_path / "o.jsonl.parts").glob("part-*")] == [".jsonl"]
     assert list(out.kept_rows()) == [{"index": 0, "bleu": 0.5, "reason": None}, {"index": 1, "reason": "line 2: not JSON"}]
     assert out.done() == 2
+
+
+def test_the_input_is_never_the_output(tmp_path):
+    path = write_jsonl(tmp_path / "in.jsonl", ITEMS[:5])
+    for overwrite in (False, True):
+        with pytest.raises(OutputError, match="is the input file"):
+            score_file(str(path), [BLEU(track=False)], output=str(path), overwrite=overwrite, progress=False)
+    assert path.read_text().count("\n") == 5
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(OutputError, match="is a folder"):
+        score_file(str(path), [BLEU(track=False)], output=str(tmp_path / "dir.jsonl"), overwrite=True, progress=False)
+
+
+def test_a_second_run_on_an_output_in_use_stops_with_a_clear_message(tmp_path):
+    from opik_metrics.streams import RunOutput
+
+    path = write_jsonl(tmp_path / "in.jsonl", ITEMS[:5])
+    out = str(tmp_path / "o.jsonl")
+    holder = RunOutput(out, {"run": "other"})
+    try:
+        for overwrite in (False, True):
+            with pytest.raises(OutputError, match=r"another run \(pid \d+\) is writing"):
+                score_file(str(path), [BLEU(track=False)], output=out, overwrite=overwrite, progress=False)
+    finally:
+        holder.close()
+    assert score_file(str(path), [BLEU(track=False)], output=out, progress=False).items == 5
+    assert not (tmp_path / "o.jsonl.lock").exists()
+
+
+def test_parts_with_a_gap_or_an_overlap_resume_to_each_index_once(tmp_path):
+    from opik_metrics.streams import RunOutput
+
+    path = write_jsonl(tmp_path / "in.jsonl", ITEMS[:100])
+    out = str(tmp_path / "o.jsonl")
+    clean = score_file(str(path), [BLEU(track=False)], chunk_size=10, progress=False)
+    with pytest.raises(KeyboardInterrupt):          # keep parts of 20 rows, then stop
+        import opik_metrics.streams.run as run
+        real = run.ChunkScorer.score
+
+        def stop_at_70(self, chunk):
+            if chunk.first == 70:
+                raise KeyboardInterrupt
+            return real(self, chunk)
+        run.ChunkScorer.score = stop_at_70
+        try:
+            score_file(str(path), [BLEU(track=False)], output=out, chunk_size=10, progress=False, flush_rows=20)
+        finally:
+            run.ChunkScorer.score = real
+    parts = sorted((tmp_path / "o.jsonl.parts").glob("part-*"))
+    assert [p.name.split(".")[0] for p in parts] == ["part-000000000000-000000000020", "part-000000000020-000000000040",
+                                                      "part-000000000040-000000000060", "part-000000000060-000000000070"]
+    parts[1].unlink()                                 # a gap at 20..40 (a kill while clearing up)
+    (tmp_path / "o.jsonl.parts" / "part-000000000010-000000000020.arrow").write_bytes(parts[0].read_bytes())
+    resumed = score_file(str(path), [BLEU(track=False)], output=out, chunk_size=10, progress=False)
+    assert resumed.resumed_from == 20
+    assert [r["index"] for r in read_rows(out)] == list(range(100))
+    assert [r["bleu"] for r in read_rows(out)] == [r["bleu"] for r in clean.rows]
+    assert resumed.aggregate == clean.aggregate

@@ -100,3 +100,20 @@ def test_files_that_cannot_be_read_are_one_clear_error(tmp_path):
 def test_an_empty_file_has_no_records(tmp_path):
     (tmp_path / "e.jsonl").write_text("")
     assert _all(open_source(str(tmp_path / "e.jsonl")), 8) == []
+
+
+def test_a_stray_quote_in_an_unquoted_csv_field_is_a_character_as_for_the_csv_module(tmp_path):
+    import csv
+
+    path = tmp_path / "a.csv"
+    path.write_text('output,reference\nthe 5" screen,the 5 inch screen\nfoo bar,foo bar\n\nO"Brien,x\nlast,one\n')
+    expected = list(csv.DictReader(open(path, newline="")))
+    for size in (1, 2, 10):
+        assert _all(open_source(str(path)), size) == expected
+    assert len(expected) == 4
+
+
+def test_a_utf8_byte_order_mark_starts_no_bad_record(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"output": "a", "reference": "b"}\n{"output": "c", "reference": "d"}\n')
+    assert _all(open_source(str(path)), 1) == [{"output": "a", "reference": "b"}, {"output": "c", "reference": "d"}]
