@@ -6,6 +6,13 @@ Fair timing: sacrebleu's tokenizers memoise with ``functools.lru_cache`` on the 
 (shared by every instance), so all those caches are cleared before each timed run of either side
 (ours too). The sides are timed alternately, ``repeats`` times; the engine rows count each side's
 best run, the metric rows each side's median run (the machine is shared).
+
+Optional peer row, skipped with a printed note when the package is not importable (it is not a
+dependency): bleuscore (Rust), sentence BLEU called pair by pair (``bleuscore.compute`` is a corpus
+call; one pair per call gives sentence BLEU). bleuscore has no exp smoothing and no effective order,
+so both sides run the configuration it has: ours ``BLEU(smooth_method="none", effective_order=False)``,
+bleuscore ``smooth=False, ref_len_method="closest"`` (sacrebleu's). Ratio ours / peer (pairs/s);
+"identical" when score, precisions, BP and lengths agree to 1e-6; informational (no issue target).
 """
 from __future__ import annotations
 
@@ -124,6 +131,44 @@ def metric_rows(n: int, repeats: int = 5) -> list[dict]:
     return rows
 
 
+PEER_TOLERANCE = 1e-6
+
+
+def peer_rows(n: int, repeats: int = 5) -> list[dict]:
+    """Sentence BLEU through ``BLEU.score_batch`` against bleuscore, if installed, on the same pairs
+    (at most 5,000); each side's median of ``repeats`` interleaved runs."""
+    try:
+        import bleuscore
+    except ImportError as error:
+        print(f"(peer bleuscore not installed, its row skipped: {error})", flush=True)
+        return []
+    import opik  # noqa: F401
+
+    from opik_metrics import BLEU as MetricBLEU
+
+    count = min(n, 5000)
+    preds, refs = realistic_pairs(count)
+    metric = MetricBLEU(smooth_method="none", effective_order=False, track=False)
+    ours_s, peer_s, scored, theirs = _race(
+        lambda: metric.score_batch(preds, refs),
+        lambda: [bleuscore.compute([[r]], [h], max_order=4, smooth=False, ref_len_method="closest")
+                 for h, r in zip(preds, refs)],
+        repeats, pick=statistics.median)
+    difference = float("inf") if len(scored) != len(theirs) else max((
+        max(abs(s[0].value - t["bleu"]), abs(s[0].metadata["bp"] - t["brevity_penalty"]),
+            *(abs(a - b) for a, b in zip(s[0].metadata["precisions"], t["precisions"])),
+            0.0 if (s[0].metadata["sys_len"], s[0].metadata["ref_len"])
+            == (t["translation_length"], t["reference_length"]) else float("inf"))
+        for s, t in zip(scored, theirs)), default=0.0)
+    agree = difference <= PEER_TOLERANCE
+    row = {**_row("sentence BLEU, metric.score_batch (smooth none) vs bleuscore", count, ours_s, peer_s, agree,
+                  None), "informational": True}
+    print(f"{row['benchmark']}: ours {row['ours_per_s']:,.0f} pairs/s, bleuscore {row['reference_per_s']:,.0f} "
+          f"pairs/s, ours/peer {row['ratio']:.2f}x (no target, informational), max |difference| {difference:.3g}"
+          + ("" if agree else f" -- DISAGREES beyond {PEER_TOLERANCE:g}"), flush=True)
+    return [row]
+
+
 def main(n: int = 10_000, repeats: int = 3) -> list[dict]:
     """Time sentence and corpus BLEU on ``n`` realistic pairs; print and return one row each."""
     preds, refs = realistic_pairs(n)
@@ -163,6 +208,7 @@ def main(n: int = 10_000, repeats: int = 3) -> list[dict]:
             f"sacrebleu {row['reference_per_s']:9.0f} pairs/s  ratio {row['ratio']:.2f}x "
             f"(target {row['target']}x)  identical={row['identical']}"
         )
+    rows += peer_rows(n)
     return rows
 
 

@@ -6,10 +6,19 @@ multi-sentence pairs; and the ROUGE-Lsum scaling table, the engine on texts of 1
 tokens (one sentence per line). Ours and rouge-score run interleaved, round after round, and each
 side's median round counts (the machine is shared).
 
+Optional peer rows, each skipped with a printed note when its package is not importable (none of
+them is a dependency): the compiled / faster ROUGE packages a user would pick for speed,
+rouge-score-rs (Rust), rouge-rust (``fast_rouge``, Rust, ROUGE-1/2/L without stemmer) and
+rapidrouge (pure Python, bit-parallel ROUGE-L). For those rows the ratio is ours / peer (pairs/s),
+all on one core (each peer called pair by pair, no batch thread pool); a peer row is "identical"
+when every precision / recall / F agrees with ours to 1e-6, and is informational (shown, not
+counted by ``python -m bench``'s exit status) when it has no issue target or disagrees.
+
 Run: ``python -m bench.bench_rouge``. Every precision / recall / F must be identical to rouge-score's.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import statistics
 import time
@@ -173,15 +182,114 @@ def _mean_lines(pairs: list) -> float:
     return sum(p.count("\n") + 1 for p, _ in pairs) / len(pairs)
 
 
+PEER_TOLERANCE = 1e-6
+LSUM_PEER_TARGET = 1 / 3         # issue 16: ROUGE-Lsum alone at 800 tokens within 3x of rouge-score-rs, one core
+_PEER_SHORT_PAIRS = {"rouge_score_rs": 5000, "fast_rouge": 5000, "rapidrouge": 1000}
+
+
+def _peer(module: str, package: str):
+    """The peer ``module`` if importable, else None with a printed note (peers are optional)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        print(f"(peer {package} not installed, its rows skipped: {error})", flush=True)
+        return None
+
+
+def _max_difference(values: list, scores: list, types) -> float:
+    """Largest |ours - peer| over every precision / recall / F; ``values`` ours, per pair the
+    floats in type order (p, r, f each), ``scores`` the peer's dicts of score objects."""
+    if len(values) != len(scores):
+        return float("inf")
+    return max((abs(a - b) for row, score in zip(values, scores)
+                for a, b in zip(row, [x for t in types for x in (score[t].precision, score[t].recall,
+                                                                  score[t].fmeasure)])), default=0.0)
+
+
+def _peer_row(name: str, peer: str, count_ours: int, ours_s: float, count_peer: int, peer_s: float,
+              difference: float, target) -> dict:
+    ours_per_s, peer_per_s = count_ours / ours_s, count_peer / peer_s
+    agree = difference <= PEER_TOLERANCE
+    row = {"benchmark": f"{name} vs {peer}", "ours_per_s": ours_per_s, "reference_per_s": peer_per_s,
+           "ratio": ours_per_s / peer_per_s, "target": target, "identical": agree}
+    if target is None or not agree:
+        row["informational"] = True
+    print(f"{row['benchmark']}: ours {ours_per_s:,.1f} pairs/s, {peer} {peer_per_s:,.1f} pairs/s, "
+          f"ours/peer {row['ratio']:.2f}x (target "
+          f"{'none, informational' if target is None else f'>= {target:.2f}x'}), "
+          f"max |difference| {difference:.3g}"
+          + ("" if agree else f" -- DISAGREES beyond {PEER_TOLERANCE:g}: row is informational"), flush=True)
+    return row
+
+
+def peer_short_rows(n: int, rounds: int = 5) -> list:
+    """ROUGE-1/2/L on short pairs, ours through the metric (``ROUGE(track=False).score_batch``, opik
+    imported, one core) against each installed peer called pair by pair (one core), interleaved."""
+    import opik  # noqa: F401
+
+    from opik_metrics import ROUGE
+
+    predictions, references = realistic_pairs(n)
+    rows = []
+    for module, package in (("rouge_score_rs", "rouge-score-rs"), ("fast_rouge", "rouge-rust"),
+                            ("rapidrouge", "rapidrouge")):
+        peer = _peer(module, package)
+        if peer is None:
+            continue
+        count = min(n, _PEER_SHORT_PAIRS[module])
+        preds, refs = predictions[:count], references[:count]
+        for use_stemmer in ((False,) if module == "fast_rouge" else (False, True)):  # fast_rouge: no stemmer
+            metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
+            if module == "fast_rouge":
+                score = peer.score
+            else:
+                score = peer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer).score
+            ours_s, peer_s, scored, theirs = _interleaved(
+                lambda: metric.score_batch(preds, refs),
+                lambda: [score(r, p) for p, r in zip(preds, refs)], rounds)  # score(target, prediction)
+            difference = _max_difference([[r.value for r in results] for results in scored], theirs, ROUGE_TYPES)
+            rows.append(_peer_row(f"ROUGE-1+2+L metric.score_batch, stemmer {'on' if use_stemmer else 'off'}, "
+                                  f"one core", package, count, ours_s, count, peer_s, difference, None))
+    return rows
+
+
+def peer_lsum_rows(tokens: int = 800, rounds: int = 5) -> list:
+    """ROUGE-Lsum alone at ``tokens`` tokens, the engine (one core) against each installed peer (one core)."""
+    from opik_metrics.text.rouge.scorer import RougeScorer
+
+    ours = RougeScorer(("rougeLsum",))
+    rows = []
+    # (module, package, pairs, rounds, target): rapidrouge's Lsum is rouge-score's O(n·m) DP table
+    for module, package, count, peer_rounds, target in (
+            ("rouge_score_rs", "rouge-score-rs", 24, rounds, LSUM_PEER_TARGET),
+            ("rapidrouge", "rapidrouge", 2, 3, None)):
+        peer = _peer(module, package)
+        if peer is None:
+            continue
+        pairs = long_pairs(tokens, count, seed=tokens)
+        theirs_scorer = peer.RougeScorer(["rougeLsum"])
+        ours_s, peer_s, mine, theirs = _interleaved(
+            lambda: [ours.score(p, r) for p, r in pairs],
+            lambda: [theirs_scorer.score(r, p) for p, r in pairs], peer_rounds)
+        difference = _max_difference(
+            [[x for s in (m["rougeLsum"],) for x in (s.precision, s.recall, s.fmeasure)] for m in mine],
+            theirs, ("rougeLsum",))
+        rows.append(_peer_row(f"ROUGE-Lsum engine, {tokens} tokens, one core", package, count, ours_s,
+                              count, peer_s, difference, target))
+    return rows
+
+
 def main(n: int = 10_000) -> list:
     """The short-pair engine rows on ``realistic_pairs(n)``, the summary metric row and the
-    ROUGE-Lsum scaling rows; print and return them."""
+    ROUGE-Lsum scaling rows, then the optional peer rows; print and return them."""
     rows = short_pair_rows(n)
     for row in rows:
         _print(row)
     rows.append(summary_metric_row())
     _print(rows[-1])
     rows += scaling_rows()
+    rows += peer_lsum_rows()
+    rows += peer_short_rows(n)
     return rows
 
 
