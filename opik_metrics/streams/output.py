@@ -224,6 +224,10 @@ def _arrow() -> Any:
     return pyarrow
 
 
+def arrow_available() -> bool:
+    return _arrow() is not None
+
+
 def rows_table(cols: Sequence[str], rows: Sequence[dict]) -> Any:
     """Rows as an Arrow table of the output's columns (a missing score is null)."""
     pa = _arrow()

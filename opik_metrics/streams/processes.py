@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
+from opik_metrics.streams.output import table_rows
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 
 MetricFactory = Callable[[], Sequence[Any]]
@@ -38,13 +39,22 @@ def score_group(scorer: Any, source: Source, ref: ChunkRef, chunk_size: int) -> 
 
 
 def _start(factory: MetricFactory, source: Source, fields: FieldMap, chunk_size: int) -> None:
+    from opik_metrics.streams.output import arrow_available, columns
     from opik_metrics.streams.run import ChunkScorer
 
-    _worker.update(scorer=ChunkScorer(factory(), fields), source=source, chunk_size=chunk_size)
+    scorer = ChunkScorer(factory(), fields)
+    cols = columns([facts_of(m) for m in scorer.metrics]) if arrow_available() else None
+    _worker.update(scorer=scorer, source=source, chunk_size=chunk_size, columns=cols)
 
 
-def _score(ref: ChunkRef) -> list[dict]:
-    return score_group(_worker["scorer"], _worker["source"], ref, _worker["chunk_size"])
+def _score(ref: ChunkRef) -> Any:
+    """A group's rows; as an Arrow table when pyarrow is there (it crosses the process boundary in
+    a few buffers instead of a pickle of every row's dict)."""
+    rows = score_group(_worker["scorer"], _worker["source"], ref, _worker["chunk_size"])
+    if _worker["columns"] is None:
+        return rows
+    from opik_metrics.streams.output import rows_table
+    return rows_table(_worker["columns"], rows)
 
 
 class ProcessEngine:
@@ -81,4 +91,5 @@ class ProcessEngine:
         context = multiprocessing.get_context("forkserver")
         with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
                                  initargs=(self.factory, source, fields, chunk_size)) as pool:
-            yield from pool.map(_score, groups)
+            for made in pool.map(_score, groups):
+                yield made if isinstance(made, list) else table_rows(made)
