@@ -11,6 +11,7 @@ from typing import Any
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import metric_recipe
 from opik_metrics.core.table import format_table
+from opik_metrics.metrics.catalog import metric_spec
 
 
 def score_records(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def score_records(args: argparse.Namespace) -> int:
         fields: FieldMap = parse_field_options(args.field)
         source = open_source(args.input, args.input_format)
         references = None
-        if any(n in ("cider", "coco") for n in names) or ("bertscore" in names and args.idf):
+        if any(metric_spec(n).fits_on_references for n in names) or ("bertscore" in names and args.idf):
             references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
         recipe = metric_recipe(names, args, references, track=False)
         if args.engine == "ray":

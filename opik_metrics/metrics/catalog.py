@@ -16,6 +16,7 @@ class MetricSpec:
     summary: str = ""
     needs_image: bool = False        # scores images too (the caption pipeline gives them; text files do not)
     loads_model: bool = False        # model-backed: a worker should build it once and keep it
+    fits_on_references: bool = False  # its item scores need every reference of the set first (a corpus context)
 
     def build(self, **kwargs: Any):
         module, cls = self.target.split(":")
@@ -34,9 +35,9 @@ METRICS: dict[str, MetricSpec] = {
                       summary="sentence TER per item (lower is better), corpus TER in the aggregate"),
     "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore", loads_model=True,
                             summary="BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)"),
-    "cider": MetricSpec("cider", "opik_metrics.metrics.cider:CIDEr",
+    "cider": MetricSpec("cider", "opik_metrics.metrics.cider:CIDEr", fits_on_references=True,
                         summary="CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)"),
-    "coco": MetricSpec("coco", "opik_metrics.metrics.coco:COCOCaption",
+    "coco": MetricSpec("coco", "opik_metrics.metrics.coco:COCOCaption", fits_on_references=True,
                        summary="COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)"),
     "clipscore": MetricSpec("clipscore", "opik_metrics.metrics.clipscore:CLIPScore", needs_reference=False,
                             needs_image=True, loads_model=True,

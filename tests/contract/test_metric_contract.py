@@ -109,3 +109,9 @@ def test_signature_has_fields_without_scoring(pair):
     assert isinstance(metric.signature, Signature) and metric.signature.fields
     assert str(metric.signature) and metric.facts.signature == metric.signature
     assert all(f"{v}" in str(metric.signature) for v in metric.signature.fields.values() if isinstance(v, str))
+
+
+def test_the_catalog_says_which_metrics_need_every_reference_first(pair):
+    """The CLI reads the references of a record file first for exactly these (a corpus context)."""
+    spec, metric, _ = pair
+    assert spec.fits_on_references == metric.corpus_pending
