@@ -15,8 +15,8 @@ from opik_metrics.metrics.catalog import metric_spec
 
 
 def score_records(args: argparse.Namespace) -> int:
-    from opik_metrics.streams import (FieldError, FieldMap, LocalEngine, OutputError, ProcessEngine, SourceError,
-                                      open_source, parse_field_options, read_references, score_source)
+    from opik_metrics.streams import (FieldError, FieldMap, OutputError, ProcessEngine, SourceError, open_source,
+                                      parse_field_options, read_references, score_source)
 
     if args.references or args.predictions:
         raise CLIError("--input records carry their references: drop --predictions/--references "
@@ -36,8 +36,7 @@ def score_records(args: argparse.Namespace) -> int:
             engine = RayEngine(recipe, workers=args.workers or 2, address=args.address, num_gpus=args.num_gpus,
                                actors=recipe.loads_model)
         else:
-            workers = args.workers or (1 if recipe.loads_model else available_cores())
-            engine = ProcessEngine(recipe, workers) if workers > 1 else LocalEngine(recipe())
+            engine = ProcessEngine(recipe, args.workers or (1 if recipe.loads_model else available_cores()))
         result = score_source(source, engine, output=args.output, fields=fields, chunk_size=args.chunk_size,
                               progress=not args.no_progress, overwrite=args.overwrite)
     except (SourceError, FieldError, OutputError) as exc:

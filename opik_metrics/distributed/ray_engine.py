@@ -136,16 +136,9 @@ class _DatasetScorer:
         self.columns = None
 
     def __call__(self, batch: Any) -> Any:
-        import pyarrow as pa
-
-        from opik_metrics.streams.output import arrow_schema, columns
-
         if self.columns is None:
             self.columns = [c for c in columns([facts_of(m) for m in self.scorer.metrics]) if c != "index"]
-        records = batch.to_pylist()
-        rows = self.scorer.score(Chunk(0, records))
-        schema = arrow_schema(self.columns)
-        added = pa.Table.from_pylist([{c: row.get(c) for c in self.columns} for row in rows], schema=schema)
+        added = rows_table(self.columns, self.scorer.score(Chunk(0, batch.to_pylist())))
         for name in self.columns:
             batch = batch.append_column(name if name not in batch.column_names else f"score.{name}", added[name])
         return batch

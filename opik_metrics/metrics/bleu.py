@@ -5,11 +5,12 @@ from typing import Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
                                require_batch)
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult, collector_paused
+from opik_metrics.metrics.base import ScoreResult, collector_paused
+from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
 from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
 
 
-class BLEU(ReferenceMetric):
+class BLEU(SacrebleuFamilyMetric):
     """BLEU in [0, 1] with sacrebleu's options and numbers (its score divided by 100).
 
     ``score`` gives sentence BLEU with ``sacrebleu.sentence_bleu``'s defaults, named ``name``
@@ -44,7 +45,6 @@ class BLEU(ReferenceMetric):
         self._corpus = BLEUScorer(smooth_method=corpus_smooth_method,
                                   effective_order=corpus_effective_order, **common)
         self.signature = self._sentence.signature(sentence=True, nrefs=None)
-        self._signatures: dict[tuple, Signature] = {}
         super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -59,13 +59,8 @@ class BLEU(ReferenceMetric):
                              "weights": list(c.weights) if c.weights is not None else None},
                             bounds=(0.0, 1.0))
 
-    def _item_signature(self, nrefs: int | str, sentence: bool = True) -> Signature:
-        """The signature a result carries: sacrebleu's, with the item's number of references."""
-        key = (nrefs, sentence)
-        if key not in self._signatures:
-            self._signatures[key] = (self._sentence if sentence else self._corpus).signature(sentence=sentence,
-                                                                                           nrefs=nrefs)
-        return self._signatures[key]
+    def _new_signature(self, nrefs: int | str, sentence: bool) -> Signature:
+        return (self._sentence if sentence else self._corpus).signature(sentence=sentence, nrefs=nrefs)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
@@ -75,12 +70,6 @@ class BLEU(ReferenceMetric):
             results.append([self._result(self.name, res, stats, self._item_signature(len(refs)),
                                          _empty_reason(res), n_references=len(refs))])
         return results
-
-    def _owns(self, result: ScoreResult) -> bool:
-        """Made by this configuration: its signature is ours for the item's number of references."""
-        meta = result.metadata or {}
-        return (not result.scoring_failed and meta.get("n_references") is not None
-                and meta.get("signature") == self._item_signature(meta["n_references"]))
 
     def from_statistics(self, total: Statistics) -> ScoreResult:
         """Corpus BLEU from summed statistics, with sacrebleu's corpus options and signature."""
@@ -102,11 +91,8 @@ class BLEU(ReferenceMetric):
         rows = self._segment_rows(outputs, references)
         if not rows:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
-        result = self.from_statistics(Statistics(self._require_corpus().fields, tuple(map(sum, zip(*rows)))))
-        nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
-        if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
-            result.metadata["signature"] = self._item_signature(nrefs.pop(), sentence=False)
-        return result
+        total = Statistics(self._require_corpus().fields, tuple(map(sum, zip(*rows))))
+        return self._signed_for(self.from_statistics(total), references)
 
     def _segment_rows(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None) -> list:
         """Validated items' statistics rows (the corpus scorer's tokenisation and counts)."""

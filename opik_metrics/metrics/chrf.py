@@ -1,14 +1,15 @@
 """chrF / chrF++ as an Opik metric: sentence chrF per item, corpus chrF per experiment."""
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Union
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
 from opik_metrics.text.chrf import CHRFResult, CHRFScorer, chrf_from_statistics, statistics_fields
 
 
-class CHRF(ReferenceMetric):
+class CHRF(SacrebleuFamilyMetric):
     """chrF (character n-gram F-score) and chrF++ (``word_order=2``) in [0, 1], with sacrebleu's
     options and numbers (its score divided by 100).
 
@@ -51,7 +52,6 @@ class CHRF(ReferenceMetric):
         self._scorer = CHRFScorer(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
                                   whitespace=whitespace, eps_smoothing=eps_smoothing)
         self.signature = self._scorer.signature(nrefs=None)
-        self._signatures: dict[Union[int, str], Signature] = {}
         super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -65,11 +65,8 @@ class CHRF(ReferenceMetric):
                              "eps_smoothing": s.eps_smoothing},
                             bounds=(0.0, 1.0))
 
-    def _item_signature(self, nrefs: Union[int, str]) -> Signature:
-        """The signature a result carries: sacrebleu's, with the item's number of references."""
-        if nrefs not in self._signatures:
-            self._signatures[nrefs] = self._scorer.signature(nrefs=nrefs)
-        return self._signatures[nrefs]
+    def _new_signature(self, nrefs: Union[int, str], sentence: bool) -> Signature:
+        return self._scorer.signature(nrefs=nrefs)      # the same for sentence and corpus scores
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
@@ -94,12 +91,6 @@ class CHRF(ReferenceMetric):
                 else "output has" if out_empty else "reference has")
         return f"{what} no characters: chrF is {res.score!r} by sacrebleu's definition"
 
-    def _owns(self, result: ScoreResult) -> bool:
-        """Made by this configuration: its signature is ours for the item's number of references."""
-        meta = result.metadata or {}
-        return (not result.scoring_failed and meta.get("n_references") is not None
-                and meta.get("signature") == self._item_signature(meta["n_references"]))
-
     def from_statistics(self, total: Statistics, nrefs: Union[int, str] = "var") -> ScoreResult:
         """Corpus chrF from summed statistics, with sacrebleu's signature."""
         value = self.corpus_value(total)
@@ -110,11 +101,3 @@ class CHRF(ReferenceMetric):
             reason = f"every output is empty: corpus chrF is {value!r} by sacrebleu's definition"
         return ScoreResult(name=f"corpus_{self.name}", value=value, reason=reason,
                            metadata={"statistics": list(total.values), "signature": self._item_signature(nrefs)})
-
-    def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
-        """Corpus chrF over aligned outputs and references, as ``sacrebleu.corpus_chrf``."""
-        result = super().corpus_score(outputs, references)
-        nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
-        if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
-            result.metadata["signature"] = self._item_signature(nrefs.pop())
-        return result

@@ -1,14 +1,15 @@
 """TER as an Opik metric: sentence TER per item, corpus TER per experiment (lower is better)."""
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Union
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
 from opik_metrics.text.ter import STATISTICS_FIELDS, TERResult, TERScorer, ter_from_statistics
 
 
-class TER(ReferenceMetric):
+class TER(SacrebleuFamilyMetric):
     """Translation edit rate, edits / reference words, with sacrebleu's options and numbers (its
     score divided by 100): 0 for a perfect output, no upper bound (an output longer than its
     reference can need more edits than the reference has words). Lower is better.
@@ -51,7 +52,6 @@ class TER(ReferenceMetric):
         self._scorer = TERScorer(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
                                  case_sensitive=case_sensitive)
         self.signature = self._scorer.signature(nrefs=None)
-        self._signatures: dict[Union[int, str], Signature] = {}
         super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -61,11 +61,8 @@ class TER(ReferenceMetric):
         return corpus_facts(f"corpus_{self.name}", self.name, STATISTICS_FIELDS, ter_from_statistics,
                             higher_is_better=False, bounds=(0.0, None))
 
-    def _item_signature(self, nrefs: Union[int, str]) -> Signature:
-        """The signature a result carries: sacrebleu's, with the item's number of references."""
-        if nrefs not in self._signatures:
-            self._signatures[nrefs] = self._scorer.signature(nrefs=nrefs)
-        return self._signatures[nrefs]
+    def _new_signature(self, nrefs: Union[int, str], sentence: bool) -> Signature:
+        return self._scorer.signature(nrefs=nrefs)      # the same for sentence and corpus scores
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
@@ -82,12 +79,6 @@ class TER(ReferenceMetric):
         return {"statistics": [res.num_edits, res.ref_length], "num_edits": res.num_edits,
                 "ref_length": res.ref_length, "hyp_length": res.hyp_length, **extra, "signature": signature}
 
-    def _owns(self, result: ScoreResult) -> bool:
-        """Made by this configuration: its signature is ours for the item's number of references."""
-        meta = result.metadata or {}
-        return (not result.scoring_failed and meta.get("n_references") is not None
-                and meta.get("signature") == self._item_signature(meta["n_references"]))
-
     def from_statistics(self, total: Statistics, nrefs: Union[int, str] = "var") -> ScoreResult:
         """Corpus TER from summed statistics, with sacrebleu's signature."""
         edits, length = total.values
@@ -97,13 +88,6 @@ class TER(ReferenceMetric):
                            metadata={"statistics": list(total.values), "num_edits": res.num_edits,
                                      "ref_length": length, "signature": self._item_signature(nrefs)})
 
-    def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
-        """Corpus TER over aligned outputs and references, as ``sacrebleu.corpus_ter``."""
-        result = super().corpus_score(outputs, references)
-        nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
-        if len(nrefs) == 1:   # sacrebleu's signature names the number of references when it is fixed
-            result.metadata["signature"] = self._item_signature(nrefs.pop())
-        return result
 
 
 def _reason(res: TERResult, what: str) -> str | None:

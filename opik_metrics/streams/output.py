@@ -200,19 +200,17 @@ class RunOutput:
 
 
 def _write_parquet(path: Path, cols: list[str], rows: Iterator[dict], group: int = 65536) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = arrow_schema(cols)
-    with pq.ParquetWriter(str(path), schema) as writer:
+    with pq.ParquetWriter(str(path), arrow_schema(cols)) as writer:
         batch: list[dict] = []
         for row in rows:
             batch.append(row)
             if len(batch) >= group:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                writer.write_table(rows_table(cols, batch))
                 batch = []
         if batch:
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            writer.write_table(rows_table(cols, batch))
 
 
 def _arrow() -> Any:

@@ -69,12 +69,16 @@ class ProcessEngine:
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.factory, self.workers, self.groups_per_worker = factory, workers, groups_per_worker
-        self._facts: list | None = None
+        self._metrics: list | None = None
+
+    def _here(self) -> list:
+        """The metrics built in this process (once): for their facts, and to score small runs here."""
+        if self._metrics is None:
+            self._metrics = list(self.factory())
+        return self._metrics
 
     def facts(self) -> list:
-        if self._facts is None:
-            self._facts = [facts_of(m) for m in self.factory()]
-        return self._facts
+        return [facts_of(m) for m in self._here()]
 
     def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
         refs = list(refs)
@@ -83,7 +87,7 @@ class ProcessEngine:
         chunk_size = max(r.count for r in refs)
         if self.workers == 1 or len(refs) <= 2:       # starting processes would cost more than it saves
             from opik_metrics.streams.run import ChunkScorer
-            scorer = ChunkScorer(self.factory(), fields)
+            scorer = ChunkScorer(self._here(), fields)
             for ref in refs:
                 yield score_group(scorer, source, ref, chunk_size)
             return
