@@ -63,10 +63,22 @@ def as_test_results(items: Sequence[StoredItem]) -> list[TestResult]:
     for item in items:
         case = TestCase(trace_id=item.key, dataset_item_id=item.key, task_output=item.output or {},
                         dataset_item_content=item.input, mapped_scoring_inputs={**item.input, **(item.output or {})})
-        scores = [ScoreResult(name=s.name, value=s.value if s.value is not None else 0.0, reason=s.reason,
-                              metadata=s.metadata, scoring_failed=s.failed) for s in item.scores.values()]
+        scores = [_as_score_result(s) for s in item.scores.values()]
         results.append(TestResult(test_case=case, score_results=scores, trial_id=0))
     return results
+
+
+def _as_score_result(score: StoredScore) -> ScoreResult:
+    """A stored score as Opik's run would have handed it to experiment scorers: a non-finite value
+    as the float it was, a score without a value as Opik's failed score (0.0, ``scoring_failed``)."""
+    if score.non_finite is not None:
+        return ScoreResult(name=score.name, value=float(score.non_finite), reason=score.reason,
+                           metadata=score.metadata, scoring_failed=score.failed)
+    if score.value is None:
+        return ScoreResult(name=score.name, value=0.0, reason=score.reason or "no value was stored for this score",
+                           metadata=score.metadata, scoring_failed=True)
+    return ScoreResult(name=score.name, value=score.value, reason=score.reason, metadata=score.metadata,
+                       scoring_failed=score.failed)
 
 
 def summarize(store: ExperimentStore, name: str) -> ExperimentSummary:

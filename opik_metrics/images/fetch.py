@@ -30,6 +30,8 @@ import urllib3.exceptions
 from PIL import Image, ImageOps, UnidentifiedImageError
 from tqdm.auto import tqdm
 
+from opik_metrics.images.deadline_http import deadline_session, deadline as request_deadline
+
 CACHE_ENV = "OPIK_METRICS_IMAGE_CACHE"
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CACHED_STATUS = {404, 410}      # HTTP answers that say the content is gone: cached as failures
@@ -326,7 +328,7 @@ class ImageFetcher:
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = requests.Session()
+            session = self._local.session = deadline_session()
             session.headers["User-Agent"] = USER_AGENT
         return session
 
@@ -344,7 +346,8 @@ class ImageFetcher:
         if remaining <= 0:
             raise _Transient(self._deadline_reason(), final=True)
         try:
-            response = self._session().get(url, stream=True, timeout=(min(connect, remaining), min(read, remaining)))
+            with request_deadline(deadline):   # the head of the answer too, however slowly it comes
+                response = self._session().get(url, stream=True, timeout=(min(connect, remaining), min(read, remaining)))
         except (requests.Timeout, requests.ConnectionError) as exc:
             if time.monotonic() >= deadline:
                 raise _Transient(self._deadline_reason(), final=True) from None

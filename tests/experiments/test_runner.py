@@ -112,3 +112,26 @@ def test_batch_scoring_honours_a_metrics_text_field():
     inputs = [{"output": "x", "text": "four"}, {"output": "yy", "text": "sixsix"}]
     got = [[r.value for _, r in item] for item in score_chunk([Length()], inputs)]
     assert got == [[4], [6]]
+
+
+def test_experiment_scorers_see_stored_scores_as_opik_would_hand_them_over():
+    """A non-finite value comes back as the float it was (never a silent 0.0); a failed score or
+    one stored without a value is Opik's failed score: 0.0 marked ``scoring_failed``."""
+    import math
+
+    from opik_metrics.experiments.local_runner import as_test_results
+    from opik_metrics.experiments.store import StoredItem, StoredScore
+
+    scores = {"ppl": StoredScore("ppl", "perplexity", None, False, "overflow", {}, non_finite="inf"),
+              "nan": StoredScore("nan", "m", None, False, None, {}, non_finite="nan"),
+              "bleu": StoredScore("bleu", "bleu", None, True, "ValueError: bad input", {}),
+              "gap": StoredScore("gap", "m", None, False, None, {}),
+              "ok": StoredScore("ok", "m", 0.25, False, None, {"k": 1})}
+    item = StoredItem("k1", 0, {"question": "q"}, "scored", output={"output": "o"}, scores=scores)
+    (result,) = as_test_results([item])
+    got = {r.name: r for r in result.score_results}
+    assert math.isinf(got["ppl"].value) and got["ppl"].value > 0 and not got["ppl"].scoring_failed
+    assert math.isnan(got["nan"].value) and not got["nan"].scoring_failed
+    assert (got["bleu"].value, got["bleu"].scoring_failed, got["bleu"].reason) == (0.0, True, "ValueError: bad input")
+    assert (got["gap"].value, got["gap"].scoring_failed) == (0.0, True) and "no value" in got["gap"].reason
+    assert (got["ok"].value, got["ok"].scoring_failed, got["ok"].metadata) == (0.25, False, {"k": 1})

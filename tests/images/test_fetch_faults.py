@@ -25,9 +25,22 @@ RED = jpeg_bytes((200, 20, 20))
 
 class _Trickle(BaseHTTPRequestHandler):
     """``/drip``: headers, then one byte every half second; ``/stall``: headers and a few bytes,
-    then nothing. Either stops when the client goes away (or after 30 s)."""
+    then nothing; ``/drip-head``: the status line and headers one byte every 0.2 s. Each stops
+    when the client goes away (or after 30 s)."""
 
     def do_GET(self):  # noqa: N802
+        if self.path == "/drip-head":
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n" + b"X-Pad: " + b"x" * 200 + b"\r\n\r\n"
+            try:
+                for byte in head:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    if self.server.stop.wait(0.2):
+                        return
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Type", "image/jpeg")
         self.send_header("Content-Length", str(len(RED)))
@@ -79,7 +92,7 @@ def _fetch_within(fetcher, url, limit_s):
     return box["result"], box["seconds"]
 
 
-@pytest.mark.parametrize("path", ["/drip", "/stall"])
+@pytest.mark.parametrize("path", ["/drip", "/stall", "/drip-head"])
 def test_total_deadline_holds_while_bytes_trickle_or_stall(tmp_path, trickle_server, path):
     total = 1.2
     fetcher = ImageFetcher(tmp_path / "cache", timeout=(0.5, 5.0), total_timeout=total, retries=2, backoff=0.01)
