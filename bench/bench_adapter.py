@@ -1,6 +1,8 @@
 """Benchmark: what the Opik adapter costs. ``ROUGE(...).score_batch`` (the path a user calls: input
 checks, nine ScoreResults a pair with metadata) against the engine's own ``RougeScorer.score_batch``
-on the same short pairs, stemmer off and on; the target is at most 1.2x the engine's time.
+on the same short pairs, stemmer off and on; the target is at most 1.2x the engine's time. Then
+the same ``score_batch`` on both cores (``workers=2``: worker processes run ROUGE's kernel, this
+process builds the results) against ``workers=1`` on 200,000 short pairs; target at least 1.7x.
 
 Run: ``python -m bench.bench_adapter``. The values must be identical.
 """
@@ -41,8 +43,12 @@ def main(n: int = 10_000) -> list:
     for use_stemmer in (False, True):
         engine = RougeScorer(ROUGE_TYPES, use_stemmer=use_stemmer)
         metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
-        raw, engine_seconds = _best_of(lambda: engine.score_batch(predictions, [[r] for r in references]))
-        scored, metric_seconds = _best_of(lambda: metric.score_batch(predictions, references))
+        engine_seconds = metric_seconds = float("inf")
+        for _ in range(5):     # interleaved, best of five: drift of the machine hits both alike
+            raw, seconds = _best_of(lambda: engine.score_batch(predictions, [[r] for r in references]), 1)
+            engine_seconds = min(engine_seconds, seconds)
+            scored, seconds = _best_of(lambda: metric.score_batch(predictions, references), 1)
+            metric_seconds = min(metric_seconds, seconds)
         identical = all([r.value for r in results] == [getattr(s[t], a) for t in ROUGE_TYPES
                                                        for a in ("precision", "recall", "fmeasure")]
                         for results, s in zip(scored, raw))
@@ -54,6 +60,43 @@ def main(n: int = 10_000) -> list:
     for row in rows:
         print(f"{row['benchmark']}: metric {row['ours_per_s']:,.0f} pairs/s, engine {row['reference_per_s']:,.0f} "
               f"pairs/s, metric time / engine time {row['ratio']:.2f} (target <= {TARGET}), identical: {row['identical']}")
+    rows += both_cores_rows(predictions, references)
+    return rows
+
+
+def both_cores_rows(predictions: list, references: list, n: int = 200_000, rounds: int = 3) -> list:
+    """``score_batch(workers=2)`` against ``workers=1``, interleaved, best of ``rounds`` each."""
+    from opik_metrics import ROUGE
+    from opik_metrics.metrics.parallel import available_cores
+
+    if available_cores() < 2:
+        print("both cores: skipped, this machine lets the process use one core")
+        return []
+    preds = (predictions * (n // len(predictions) + 1))[:n]
+    refs = (references * (n // len(references) + 1))[:n]
+    rows = []
+    for use_stemmer in (False, True):
+        metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
+        metric.score_batch(preds[:40_000], refs[:40_000], workers=2)     # the pool starts once, as in a session
+        one = two = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            serial = metric.score_batch(preds, refs, workers=1)
+            one = min(one, time.perf_counter() - start)
+            del serial
+            start = time.perf_counter()
+            spread = metric.score_batch(preds, refs, workers=2)
+            two = min(two, time.perf_counter() - start)
+        serial = metric.score_batch(preds[:20_000], refs[:20_000], workers=1)
+        identical = all([r.value for r in a] == [r.value for r in b] for a, b in zip(serial, spread))
+        del spread, serial
+        row = {"benchmark": f"ROUGE-1+2+L metric.score_batch, {n:,} short pairs, stemmer "
+                            f"{'on' if use_stemmer else 'off'}, workers=2 vs 1 (speed-up)",
+               "ours_per_s": n / two, "reference_per_s": n / one, "ratio": one / two, "target": 1.7,
+               "identical": identical}
+        print(f"{row['benchmark']}: {row['ours_per_s']:,.0f} vs {row['reference_per_s']:,.0f} pairs/s, "
+              f"{row['ratio']:.2f}x (target >= 1.7), identical: {identical}", flush=True)
+        rows.append(row)
     return rows
 
 

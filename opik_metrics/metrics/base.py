@@ -210,20 +210,46 @@ class ReferenceMetric(PackMetric):
         refs = require_references(reference, "reference")
         return self._score_items([out], [refs])[0]
 
-    def score_batch(self, outputs: Sequence[str],
-                    references: Sequence[str | Sequence[str]] | None = None) -> list[list[ScoreResult]]:
-        """Score many items at once; ``references[i]`` is a string or a list of strings."""
+    def score_batch(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None = None, *,
+                    workers: int | None = None) -> list[list[ScoreResult]]:
+        """Score many items at once; ``references[i]`` is a string or a list of strings.
+
+        ``workers``: processes for a metric with a kernel (ROUGE); None uses every core for a batch
+        of at least ``metrics.parallel.PARALLEL_MIN_ITEMS`` items. Numbers and order are the same
+        either way. As with ``multiprocessing``, a script that calls it at top level on a system
+        where processes are spawned needs the ``if __name__ == "__main__":`` guard (or ``workers=1``).
+        """
+        from opik_metrics.metrics import parallel
+
         outs, refs = require_batch(outputs, references)
         if refs is None:
             raise MetricInputError(f"{self.name} needs references: pass references=[...]")
         if not outs:
             return []
+        processes = parallel.resolve_workers(workers, len(outs))
+        kernel = self._batch_kernel() if processes > 1 else None
         with collector_paused():
-            return self._score_items(outs, refs)
+            if kernel is None:
+                return self._score_items(outs, refs)
+            results: list[list[ScoreResult]] = []
+            for start, stop, values in parallel.run_kernel(kernel, outs, refs, processes):
+                results += self._results_from_kernel(outs[start:stop], refs[start:stop], values)
+            return results
 
     @abc.abstractmethod
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         """Score validated items; one list of ScoreResults per item, in order."""
+
+    def _batch_kernel(self) -> Any:
+        """A picklable ``kernel(outputs, references) -> values`` that worker processes run on slices
+        of a large batch (``_results_from_kernel`` turns its values into results); None: no
+        kernel, the batch is scored in this process."""
+        return None
+
+    def _results_from_kernel(self, outputs: list[str], references: list[list[str]],
+                             values: Any) -> list[list[ScoreResult]]:
+        """The results of a slice from its kernel values."""
+        raise NotImplementedError(f"{type(self).__name__} has no batch kernel")
 
 
 class ReferenceFreeMetric(PackMetric):

@@ -6,7 +6,8 @@ from typing import Callable, Sequence
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.text.rouge.scorer import RougeScorer, Score
+from opik_metrics.text.rouge.kernel import RougeKernel
+from opik_metrics.text.rouge.scorer import RougeScorer
 
 _PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))
 
@@ -60,11 +61,11 @@ class ROUGE(ReferenceMetric):
     ) -> None:
         if isinstance(rouge_types, str):
             rouge_types = (rouge_types,)
-        self._scorer = RougeScorer(
-            tuple(rouge_types), use_stemmer=use_stemmer, remove_stopwords=remove_stopwords,
-            tokenizer=tokenizer, alpha=alpha, beta=beta, wlcs_weight=wlcs_weight,
-            multi_reference=multi_reference, rouge155=rouge155,
-        )
+        options = dict(use_stemmer=use_stemmer, remove_stopwords=remove_stopwords, tokenizer=tokenizer,
+                       alpha=alpha, beta=beta, wlcs_weight=wlcs_weight, multi_reference=multi_reference,
+                       rouge155=rouge155)
+        self._scorer = RougeScorer(tuple(rouge_types), **options)
+        self._kernel = RougeKernel.of(self._scorer.rouge_types, options)
         self.rouge_types = self._scorer.rouge_types
         self.signature = self._scorer.signature().extended(nltk=package_version("nltk"))
         super().__init__(name=name, track=track, project_name=project_name)
@@ -84,8 +85,16 @@ class ROUGE(ReferenceMetric):
                             {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        scored = self._scorer.score_batch(outputs, references)
-        return [self._results(o, r, s) for o, r, s in zip(outputs, references, scored)]
+        values = self._scorer.score_values
+        return [self._results(o, r, values(o, r)) for o, r in zip(outputs, references)]
+
+    def _batch_kernel(self) -> RougeKernel | None:
+        return self._kernel
+
+    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: Sequence[float]) -> list:
+        width, flat = 3 * len(self.rouge_types), values.tolist()   # list slices: cheaper than an array's
+        return [self._results(o, r, flat[k * width:(k + 1) * width])
+                for k, (o, r) in enumerate(zip(outputs, references))]
 
     def _empty_reason(self, output: str, references: list[str]) -> str | None:
         """Why an all-zero item is zero, when the cause is text with no tokens."""
@@ -98,20 +107,22 @@ class ROUGE(ReferenceMetric):
             return f"references {empty} have no tokens after tokenisation and score 0"
         return None
 
-    def _results(self, output: str, references: list[str], scores: dict[str, Score]) -> list[ScoreResult]:
+    def _results(self, output: str, references: list[str], values: Sequence[float]) -> list[ScoreResult]:
+        """Nine results (three a type) from the flat P, R, F values of one item."""
         reason = None
-        zeros = sum(s.fmeasure == 0.0 for s in scores.values())
+        zeros = values[2::3].count(0.0)
         # one reference scoring above 0 anywhere has tokens, and so has the output: no reason to look for
-        if zeros and (zeros == len(scores) or len(references) > 1):
+        if zeros and (zeros == len(self._names) or len(references) > 1):
             reason = self._empty_reason(output, references)
         n_references, signature = len(references), self.signature
         results: list[ScoreResult] = []
+        k = 0
         for rtype, (p_name, r_name, f_name) in self._names:
-            score = scores[rtype]
             metadata = {"signature": signature, "n_references": n_references, "rouge_type": rtype}  # one per type
             # positional (name, value, reason, category_name, metadata): half the cost of keywords, and
             # these nine results are most of what the metric adds to the engine on short pairs
-            results += (ScoreResult(p_name, score.precision, reason, None, metadata),
-                        ScoreResult(r_name, score.recall, reason, None, metadata),
-                        ScoreResult(f_name, score.fmeasure, reason, None, metadata))
+            results += (ScoreResult(p_name, values[k], reason, None, metadata),
+                        ScoreResult(r_name, values[k + 1], reason, None, metadata),
+                        ScoreResult(f_name, values[k + 2], reason, None, metadata))
+            k += 3
         return results

@@ -69,8 +69,8 @@ class FMeasure:
         return precision * recall / denominator if denominator > 0 else 0.0
 
 
-def counts_to_score(counts: Counts, fmeasure: FMeasure, root: float = 1.0) -> Score:
-    """Score from counts: P = hits/prediction_total, R = hits/reference_total (0 if a total is 0).
+def counts_to_values(counts: Counts, fmeasure: FMeasure, root: float = 1.0) -> tuple[float, float, float]:
+    """(P, R, F) from counts: P = hits/prediction_total, R = hits/reference_total (0 if a total is 0).
 
     ``root`` undoes ROUGE-W's weighting: P = (hits/prediction_total) ** (1/root).
     """
@@ -80,4 +80,9 @@ def counts_to_score(counts: Counts, fmeasure: FMeasure, root: float = 1.0) -> Sc
     if root != 1.0:
         precision **= 1.0 / root
         recall **= 1.0 / root
-    return Score(precision, recall, fmeasure(precision, recall))
+    return precision, recall, fmeasure(precision, recall)
+
+
+def counts_to_score(counts: Counts, fmeasure: FMeasure, root: float = 1.0) -> Score:
+    """``counts_to_values`` as a Score."""
+    return Score(*counts_to_values(counts, fmeasure, root))

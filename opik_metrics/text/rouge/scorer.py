@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, pool, resolve_alpha
+from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, counts_to_values, pool, resolve_alpha
 from opik_metrics.text.rouge.measures import build_measure
 from opik_metrics.text.rouge.prepared import PreparedText
 from opik_metrics.text.rouge.rouge155 import Rouge155Engine
@@ -126,6 +126,20 @@ class RougeScorer:
                 f"{len(predictions)} predictions but {len(references)} references: lengths must match"
             )
         return [self.score(prediction, refs) for prediction, refs in zip(predictions, references)]
+
+    def score_values(self, prediction: str, references: list) -> list:
+        """``score`` as flat floats, P, R and F of each type in ``rouge_types`` order, for checked
+        input (a str and a non-empty list of str): what the Opik metric builds its results from,
+        without a Score object per type."""
+        if self._rouge155 is None and len(references) == 1:
+            tokenize, fmeasure = self._tokenizer, self._fmeasure
+            prepared, reference = PreparedText(prediction, tokenize), PreparedText(references[0], tokenize)
+            values: list = []
+            for _, measure, root in self._measures:
+                values += counts_to_values(measure(prepared, reference), fmeasure, root)
+            return values
+        scores = self.score(prediction, references)
+        return [x for name in self.rouge_types for s in (scores[name],) for x in (s.precision, s.recall, s.fmeasure)]
 
     def _score_prepared(self, prediction: PreparedText, references: list) -> dict:
         tokenize = self._tokenizer
