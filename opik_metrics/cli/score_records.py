@@ -12,6 +12,7 @@ from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import metric_recipe
 from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import metric_spec
+from opik_metrics.metrics.parallel import available_cores
 
 
 def score_records(args: argparse.Namespace) -> int:
@@ -43,14 +44,6 @@ def score_records(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     _print(args, result)
     return 0
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as a container or taskset limits it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:                     # not Linux
-        return os.cpu_count() or 1
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:

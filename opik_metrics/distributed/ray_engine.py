@@ -91,7 +91,11 @@ class RayEngine:
         self._facts: list | None = None
 
     def facts(self) -> list:
-        """The metrics' facts, from metrics built in a worker (the driver loads no model)."""
+        """The metrics' facts: from metrics built here when the factory says they load no model
+        (a ``MetricRecipe`` of text metrics: cheap, and the same on every machine), else from
+        metrics built in a worker (the driver loads no model, and a GPU worker's facts are its own)."""
+        if self._facts is None and getattr(self.factory, "loads_model", True) is False:
+            self._facts = _describe(self.factory)
         if self._facts is None:
             ensure_ray(self.address, self.workers)
             ray = _ray()

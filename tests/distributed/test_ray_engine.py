@@ -123,3 +123,19 @@ def test_the_cli_on_ray_writes_the_local_output(tmp_path, capsys):
 def test_bad_worker_counts_are_refused():
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         RayEngine(TEXT, workers=0)
+
+
+def test_text_facts_are_made_in_the_driver_and_model_facts_in_a_worker(monkeypatch, tiny_bert):
+    """A recipe of text metrics gives its facts without a Ray task (the same anywhere); a
+    model-backed one asks a worker, whose device and dtype are the ones that score."""
+    from opik_metrics.core import facts_of
+    from opik_metrics.distributed import ray_engine
+
+    asked = []
+    real = ray_engine.ensure_ray
+    monkeypatch.setattr(ray_engine, "ensure_ray", lambda *a: (asked.append(a), real(*a)))
+    assert RayEngine(TEXT, workers=2).facts() == [facts_of(m) for m in TEXT()]
+    assert asked == []
+    bert = MetricRecipe.of([("bertscore", {"model": tiny_bert, "num_layers": 2, "track": False})])
+    assert [str(f.signature) for f in RayEngine(bert, workers=2).facts()] == [str(m.facts.signature) for m in bert()]
+    assert asked
