@@ -47,7 +47,9 @@ class _CutAtDeadline:
 
     def _cut(self) -> None:
         sock = getattr(self, "sock", None)
-        if sock is not None:
+        # HTTPS through an HTTPS proxy: urllib3's SSLTransport wraps the socket in ``.socket``
+        sock = sock if isinstance(sock, socket.socket) else getattr(sock, "socket", None)
+        if isinstance(sock, socket.socket):
             try:   # the plain socket's shutdown: an SSL socket's own would drop its state under the reader
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
             except OSError:
@@ -81,7 +83,8 @@ class _DeadlineAdapter(HTTPAdapter):
 
     def proxy_manager_for(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         manager = super().proxy_manager_for(*args, **kwargs)
-        manager.pool_classes_by_scheme = dict(self._POOLS)
+        if manager.pool_classes_by_scheme.get("http") is HTTPConnectionPool:   # not SOCKS: its pools are its own
+            manager.pool_classes_by_scheme = dict(self._POOLS)
         return manager
 
 

@@ -221,6 +221,7 @@ class ReferenceMetric(PackMetric):
         """
         from opik_metrics.metrics import parallel
 
+        parallel.check_workers(workers)
         outs, refs = require_batch(outputs, references)
         if refs is None:
             raise MetricInputError(f"{self.name} needs references: pass references=[...]")
@@ -229,12 +230,15 @@ class ReferenceMetric(PackMetric):
         processes = parallel.resolve_workers(workers, len(outs))
         kernel = self._batch_kernel() if processes > 1 else None
         with collector_paused():
-            if kernel is None:
-                return self._score_items(outs, refs)
-            results: list[list[ScoreResult]] = []
-            for start, stop, values in parallel.run_kernel(kernel, outs, refs, processes):
-                results += self._results_from_kernel(outs[start:stop], refs[start:stop], values)
-            return results
+            if kernel is not None:
+                try:
+                    results: list[list[ScoreResult]] = []
+                    for start, stop, values in parallel.run_kernel(kernel, outs, refs, processes):
+                        results += self._results_from_kernel(outs[start:stop], refs[start:stop], values)
+                    return results
+                except parallel.StayInProcess:     # nothing of a partial run is kept
+                    pass
+            return self._score_items(outs, refs)
 
     @abc.abstractmethod
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:

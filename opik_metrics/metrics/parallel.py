@@ -9,10 +9,15 @@ import gc
 import hashlib
 import math
 import multiprocessing
+import operator
 import os
 import pickle
+import signal
 import threading
+import time
+import warnings
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
 #: Below this many items a batch stays in this process: a slice's round trip would cost more.
@@ -21,11 +26,24 @@ PARALLEL_MIN_ITEMS = 20_000
 SLICES_PER_WORKER = 4
 MIN_SLICE = 2_000
 
-_pool: ProcessPoolExecutor | None = None
-_pool_workers = 0
-_pool_lock = threading.Lock()
+_pools: dict[int, ProcessPoolExecutor] = {}     # by size, this process's own (see _forget_pools)
+_pools_lock = threading.Lock()
 _in_worker = False
 _kernels: dict[str, Callable] = {}
+
+
+class StayInProcess(Exception):
+    """The batch is scored in this process instead (why: the message); raised before any slice
+    has been handed back, so the caller starts over serially and nothing is mixed."""
+
+
+def _forget_pools() -> None:
+    """In a forked child: the parent's pools are not ours (their threads did not come along)."""
+    _pools.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def available_cores() -> int:
@@ -36,48 +54,93 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _own_threads() -> int:
+    """Threads our pools run in this process: each executor's manager thread and its call
+    queue's feeder thread."""
+    threads = [t for pool in _pools.values()
+               for t in (getattr(pool, "_executor_manager_thread", None),
+                         getattr(getattr(pool, "_call_queue", None), "_thread", None))]
+    return sum(1 for t in threads if t is not None and t.is_alive())
+
+
 def _can_fork() -> bool:
-    """Forking is safe while this process runs one thread (no lock held by another thread can be
-    inherited) and it starts workers at once, without importing the main module again."""
-    return os.name == "posix" and threading.active_count() == 1
+    """Forking is safe while this process runs no Python thread but ours (no lock some other
+    thread holds can be inherited), and it starts workers without importing ``__main__`` again."""
+    return os.name == "posix" and threading.active_count() - _own_threads() == 1
+
+
+def _in_a_child_process() -> bool:
+    process = multiprocessing.current_process()
+    return (_in_worker or process.daemon or process.name != "MainProcess"
+            or getattr(process, "_inheriting", False))
+
+
+def check_workers(workers: Any) -> int | None:
+    """``workers`` as an int (None stays None), or a ValueError naming it."""
+    if workers is None:
+        return None
+    try:
+        count = operator.index(workers)
+    except TypeError:
+        count = 0
+    if isinstance(workers, bool) or count < 1:
+        raise ValueError(f"workers must be a positive integer or None (every core for large batches), "
+                         f"got {workers!r}")
+    return count
 
 
 def resolve_workers(workers: int | None, items: int) -> int:
     """Processes for a batch of ``items``: ``workers`` when given; else every core for a batch of
     at least ``PARALLEL_MIN_ITEMS`` when workers can be forked, one otherwise (a process with
-    threads would need the forkserver, which imports an unguarded script again). Always one
-    inside a worker, or while a spawned process is still importing its main module."""
-    if workers is not None:
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ValueError(f"workers must be a positive integer or None (every core for large batches), "
-                             f"got {workers!r}")
-    if _in_worker or getattr(multiprocessing.current_process(), "_inheriting", False):
+    threads would need the forkserver, which imports an unguarded script again). Always one in
+    a child process (a pool's worker, a daemon, a process still importing its main module):
+    nested pools would only fight over the same cores."""
+    count = check_workers(workers)
+    if _in_a_child_process():
         return 1
-    if workers is None:
-        return available_cores() if items >= PARALLEL_MIN_ITEMS and _can_fork() else 1
-    return workers
+    if count is None:
+        return available_cores() if items >= PARALLEL_MIN_ITEMS and (_pools or _can_fork()) else 1
+    return count
 
 
 def _start_worker() -> None:
     global _in_worker
     _in_worker = True
     gc.enable()       # a forked worker inherits a paused collector from the batch that started it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; an idle pool survives it
+    parent = os.getppid()
+
+    def leave_with_the_parent() -> None:
+        """A kept pool outlives batches, not its process: a worker whose parent died (kill -9,
+        ``os._exit``) would wait on the task queue forever."""
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=leave_with_the_parent, name="opik-metrics-parent-watch", daemon=True).start()
 
 
-def _executor(workers: int) -> ProcessPoolExecutor:
-    """One pool, kept for later batches (started again when a batch wants another size). Forked
-    when this process runs a single thread (fast, no main-module import); otherwise forkserver,
+def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
+    """The pool of ``workers`` processes, kept for later batches; a broken one is replaced. Forked
+    when this process runs no other thread (fast, no main-module import); otherwise forkserver,
     since forking a process with threads can inherit a lock some thread holds."""
-    global _pool, _pool_workers
-    with _pool_lock:
-        if _pool is None or _pool_workers != workers:
-            if _pool is not None:
-                _pool.shutdown(wait=False, cancel_futures=True)
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None or getattr(pool, "_broken", False):
             method = "fork" if _can_fork() else "forkserver"
-            _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                        initializer=_start_worker)
-            _pool_workers = workers
-        return _pool
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                                       initializer=_start_worker)
+            pool._opik_metrics_method = method  # type: ignore[attr-defined]
+            _pools[workers] = pool
+        return pool, pool._opik_metrics_method  # type: ignore[attr-defined]
+
+
+def _drop(pool: ProcessPoolExecutor) -> None:
+    with _pools_lock:
+        for size, kept in list(_pools.items()):
+            if kept is pool:
+                del _pools[size]
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run(key: str, blob: bytes, outputs: list, references: list) -> Any:
@@ -97,16 +160,27 @@ def slices(items: int, workers: int) -> list[tuple[int, int]]:
 
 def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[Any],
                workers: int) -> Iterator[tuple[int, int, Any]]:
-    """``(start, stop, values)`` for each slice, in order, as the workers finish them."""
+    """``(start, stop, values)`` for each slice, in order, as the workers finish them. Raises
+    ``StayInProcess`` when processes would not help (one slice), when the kernel names code of a
+    ``__main__`` that forkserver workers cannot import, or when a worker died (the pool is
+    replaced for the next batch): the caller then scores the whole batch in its own process."""
+    ranges = slices(len(outputs), workers)
+    if len(ranges) < 2:
+        raise StayInProcess("one slice")
     blob = pickle.dumps(kernel)
     key = hashlib.sha1(blob).hexdigest()
-    pool = _executor(workers)
-    ranges = slices(len(outputs), workers)
-    futures: list[Future] = [pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b]))
-                             for a, b in ranges]
+    pool, method = _executor(min(workers, len(ranges)))
+    if method != "fork" and b"__main__" in blob:
+        raise StayInProcess("the kernel names code of __main__, which forkserver workers cannot import")
+    futures: list[Future] = []
     try:
+        futures = [pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])) for a, b in ranges]
         for (start, stop), future in zip(ranges, futures):
             yield start, stop, future.result()
+    except BrokenProcessPool:
+        _drop(pool)
+        warnings.warn("a scoring worker process died; this batch is scored again in this process", stacklevel=3)
+        raise StayInProcess("a worker process died") from None
     finally:
         for future in futures:
             future.cancel()

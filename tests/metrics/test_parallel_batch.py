@@ -1,6 +1,16 @@
 """``score_batch`` on several processes: ROUGE's kernel run by worker processes gives the very
 results of the serial path (values, reasons, metadata, order), equal to rouge-score; the choice of
 processes is explained and bounded."""
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
 import pytest
 from rouge_score import rouge_scorer
 
@@ -58,11 +68,16 @@ def test_workers_are_chosen_by_batch_size_and_checked(monkeypatch):
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS - 1) == 1
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS) == parallel.available_cores()
     monkeypatch.setattr(parallel, "_can_fork", lambda: False)     # threads: only when asked for
+    monkeypatch.setattr(parallel, "_pools", {})
     assert parallel.resolve_workers(None, 10 * parallel.PARALLEL_MIN_ITEMS) == 1
     assert parallel.resolve_workers(3, 10) == 3
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="workers must be a positive integer"):
             ROUGE(track=False).score_batch(["a"], ["a"], workers=bad)
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            ROUGE(track=False).score_batch([], [], workers=bad)
+    import numpy as np
+    assert parallel.check_workers(np.int64(2)) == 2
 
 
 def test_a_tokenizer_that_cannot_travel_keeps_the_batch_here(monkeypatch):
@@ -77,3 +92,76 @@ def test_metrics_without_a_kernel_score_here(monkeypatch):
     monkeypatch.setattr(parallel, "run_kernel", lambda *a: pytest.fail("BLEU has no kernel"))
     got = BLEU(track=False).score_batch(["a b c d"], ["a b c d"], workers=2)
     assert got[0][0].value == pytest.approx(1.0)
+
+
+def test_the_pools_own_threads_do_not_count_against_forking():
+    before = threading.active_count() - parallel._own_threads()
+    ROUGE(track=False).score_batch(*_batch(), workers=2)
+    assert parallel._pools and threading.active_count() - parallel._own_threads() == before
+
+
+def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced(monkeypatch):
+    preds, references = _batch()
+    metric = ROUGE(track=False)
+    want = _as_tuples(metric.score_batch(preds, references, workers=1))
+    metric.score_batch(preds, references, workers=2)
+    pool = parallel._pools[2]
+    for process in list(pool._processes.values()):
+        os.kill(process.pid, signal.SIGKILL)
+    with pytest.warns(UserWarning, match="worker process died"):
+        assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+    assert parallel._pools.get(2) is not pool
+    assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+    assert not getattr(parallel._pools[2], "_broken", False)
+
+
+def test_two_threads_with_different_worker_counts_do_not_cancel_each_other():
+    preds, references = _batch()
+    metric = ROUGE(track=False)
+    want = _as_tuples(metric.score_batch(preds, references, workers=1))
+    got, errors = {}, []
+
+    def run(count):
+        try:
+            got[count] = _as_tuples(metric.score_batch(preds, references, workers=count))
+        except Exception as exc:  # handed to the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(count,)) for count in (2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors and got == {2: want, 3: want}
+
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys
+    signal.alarm(60)
+    from opik_metrics import ROUGE
+    from opik_metrics.metrics import parallel
+    from tests.corpus import realistic_pairs
+    preds, refs = realistic_pairs(6000, seed=3)
+    metric = ROUGE(track=False)
+    want = [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=1)]
+    assert [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
+    pid = os.fork()
+    if pid == 0:     # a child forked after the pool exists starts its own
+        ok = [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print("child", os.waitstatus_to_exitcode(status), "in-pool", parallel.resolve_workers(2, 10 ** 6))
+""")
+
+
+def test_a_process_forked_after_the_pool_exists_scores_with_its_own_pool():
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.split() == ["child", "0", "in-pool", "2"], done.stderr[-2000:]
+
+
+def test_no_nested_pools_inside_a_worker_or_a_daemon():
+    with multiprocessing.get_context("fork").Pool(1) as pool:          # daemonic workers
+        assert pool.apply(parallel.resolve_workers, (2, 10 ** 6)) == 1
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(parallel.resolve_workers, None, 10 ** 6).result() == 1
