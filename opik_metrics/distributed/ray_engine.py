@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
-from opik_metrics.streams.output import columns, rows_table, table_rows
+from opik_metrics.streams.output import columns, rows_table
 from opik_metrics.streams.processes import group_refs, score_group
 from opik_metrics.streams.rows import Aggregator
 from opik_metrics.streams.run import ChunkScorer, StreamResult
@@ -103,7 +103,7 @@ class RayEngine:
             self._facts = ray.get(describe.remote(self.factory))
         return self._facts
 
-    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
         ensure_ray(self.address, self.workers)
         ray = _ray()
         refs = list(refs)
@@ -121,8 +121,8 @@ class RayEngine:
         else:
             scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
                                     compute=ray.data.TaskPoolStrategy(size=self.workers), batch_format="numpy")
-        for batch in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
-            yield table_rows(batch)
+        # Arrow tables of the output's columns: the output keeps them as they are
+        yield from scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2)
 
 
 def _describe(factory: MetricFactory) -> list:

@@ -50,7 +50,8 @@ class RunOutput:
         self.run = run
         self.columns = list(columns) if columns is not None else None
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
-        self._buffer: list[dict] = []
+        self._buffer: list[Any] = []      # batches: lists of row dicts, or Arrow tables
+        self._buffered = 0
         self._last_flush = time.monotonic()
         if not self.path.parent.is_dir():
             raise OutputError(f"--output {path}: folder {self.path.parent} does not exist")
@@ -142,22 +143,30 @@ class RunOutput:
         if not marker.exists():
             _write_atomically(marker, json.dumps({"run": self.run}, indent=2))
 
-    def add(self, rows: Sequence[dict]) -> None:
-        """Rows in index order, following those already kept; written out now and then."""
-        self._buffer.extend(rows)
-        if len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
+    def add(self, batch: Sequence[dict] | Any) -> None:
+        """Rows in index order, following those already kept, as dicts or as an Arrow table of the
+        output's columns (an engine's workers make those: kept as they are, not taken back to
+        dicts); written out now and then."""
+        count = batch_size(batch)
+        if not count:
+            return
+        self._buffer.append(batch)
+        self._buffered += count
+        if self._buffered >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def flush(self) -> None:
         if not self._buffer:
             return
-        first, last = self._buffer[0]["index"], self._buffer[-1]["index"] + 1
+        first, last = first_index(self._buffer[0]), last_index(self._buffer[-1]) + 1
         name = f"part-{first:012d}-{last:012d}"
         if self.columns is not None and _arrow() is not None:   # 5x cheaper to write and read back than JSON
             _write_arrow_part(self.parts / f"{name}.arrow", self.columns, self._buffer)
         else:
-            _write_atomically(self.parts / f"{name}.jsonl", "".join(json.dumps(row) + "\n" for row in self._buffer))
+            rows = [row for piece in self._buffer for row in batch_rows(piece)]
+            _write_atomically(self.parts / f"{name}.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
         self._buffer.clear()
+        self._buffered = 0
         self._last_flush = time.monotonic()
 
     def kept_rows(self) -> Iterator[dict]:
@@ -239,10 +248,41 @@ def table_rows(table: Any) -> list[dict]:
     return [{k: v for k, v in row.items() if v is not None or k == "reason"} for row in table.to_pylist()]
 
 
-def _write_arrow_part(path: Path, cols: Sequence[str], rows: Sequence[dict]) -> None:
-    """Rows as an Arrow IPC file, written whole and renamed into place."""
+def is_table(batch: Any) -> bool:
+    """Whether an engine's batch is an Arrow table (else a list of row dicts)."""
+    return not isinstance(batch, list) and hasattr(batch, "num_rows")
+
+
+def batch_size(batch: Any) -> int:
+    return batch.num_rows if is_table(batch) else len(batch)
+
+
+def batch_rows(batch: Any) -> list[dict]:
+    """An engine's batch as row dicts."""
+    return table_rows(batch) if is_table(batch) else batch
+
+
+def first_index(batch: Any) -> int:
+    return batch.column("index")[0].as_py() if is_table(batch) else batch[0]["index"]
+
+
+def last_index(batch: Any) -> int:
+    return batch.column("index")[-1].as_py() if is_table(batch) else batch[-1]["index"]
+
+
+def _as_table(cols: Sequence[str], batch: Any) -> Any:
+    """A batch as a table of exactly the output's columns and types."""
+    if not is_table(batch):
+        return rows_table(cols, batch)
+    schema = arrow_schema(cols)
+    return batch if batch.schema.equals(schema) else batch.select(list(cols)).cast(schema)
+
+
+def _write_arrow_part(path: Path, cols: Sequence[str], batches: Sequence[Any]) -> None:
+    """Batches (row dicts or tables) as one Arrow IPC file, written whole and renamed into place."""
     pa = _arrow()
-    table = rows_table(cols, rows)
+    tables = [_as_table(cols, batch) for batch in batches]
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     tmp = path.with_name(path.name + ".tmp")
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)

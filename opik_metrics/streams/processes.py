@@ -11,7 +11,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
-from opik_metrics.streams.output import table_rows
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 
 MetricFactory = Callable[[], Sequence[Any]]
@@ -80,7 +79,8 @@ class ProcessEngine:
     def facts(self) -> list:
         return [facts_of(m) for m in self._here()]
 
-    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[list[dict]]:
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
+        """Batches of rows in order: lists of row dicts, or Arrow tables from the workers."""
         refs = list(refs)
         if not refs:
             return
@@ -95,5 +95,4 @@ class ProcessEngine:
         context = multiprocessing.get_context("forkserver")
         with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
                                  initargs=(self.factory, source, fields, chunk_size)) as pool:
-            for made in pool.map(_score, groups):
-                yield made if isinstance(made, list) else table_rows(made)
+            yield from pool.map(_score, groups)    # Arrow tables go to the output as they are

@@ -17,7 +17,7 @@ from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.scoring import score_chunk
 from opik_metrics.streams.fields import FieldMap
-from opik_metrics.streams.output import RunOutput, columns
+from opik_metrics.streams.output import RunOutput, batch_rows, batch_size, columns, first_index
 from opik_metrics.streams.rows import Aggregator, RowMaker
 from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source
 
@@ -139,6 +139,7 @@ class StreamRun:
         if self.output is None:
             rows: list[dict] = []
             for batch in self._scored(0, None):
+                batch = batch_rows(batch)
                 for row in batch:
                     aggregator.add(row)
                 rows.extend(batch)
@@ -160,7 +161,7 @@ class StreamRun:
         out.drop_parts_after(done)
         try:
             for batch in self._scored(done, out):
-                out.add([row for row in batch if row["index"] >= done])
+                out.add(batch)
         finally:
             out.flush()        # also on Ctrl-C or an error: every row scored so far is kept
 
@@ -180,7 +181,11 @@ class StreamRun:
                    disable=not self.progress, leave=False)
         try:
             for batch in self.engine.rows(self.source, self.fields, self.source.plan(self.chunk_size, skip=done)):
-                bar.update(sum(1 for row in batch if row["index"] >= done))
+                if not batch_size(batch):
+                    continue
+                if first_index(batch) < done:      # a chunk that began before the resume point
+                    batch = [row for row in batch_rows(batch) if row["index"] >= done]
+                bar.update(batch_size(batch))
                 yield batch
         finally:
             bar.close()
