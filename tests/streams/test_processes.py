@@ -51,3 +51,29 @@ def test_the_cli_output_does_not_depend_on_the_worker_count(tmp_path, capsys):
 def test_bad_worker_counts_are_refused():
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         ProcessEngine(RECIPE, workers=0)
+
+
+def test_the_output_keeps_tables_and_dicts_alike(tmp_path):
+    """Workers' Arrow tables go to the parts as they are (cast to the output's types when a
+    cluster hands back other ones), beside rows given as dicts; the kept rows are the same."""
+    import pyarrow as pa
+
+    from opik_metrics.streams.output import RunOutput, rows_table
+
+    cols = ["index", "bleu", "reason", "statistics.bleu"]
+    rows = [{"index": k, "bleu": k / 10, "reason": None if k % 3 else "why", "statistics.bleu": [k, 1.0]}
+            for k in range(9)]
+    rows[4].pop("bleu")                               # an unscored item
+    out = RunOutput(str(tmp_path / "o.parquet"), {"run": 1}, columns=cols, flush_rows=4)
+    out.start()
+    out.add(rows[:2])
+    out.add(rows_table(cols, rows[2:5]))
+    other = rows_table(cols, rows[5:9]).cast(pa.schema([("index", pa.int32()), ("bleu", pa.float64()),
+                                                       ("reason", pa.large_string()),
+                                                       ("statistics.bleu", pa.list_(pa.float64()))]))
+    out.add(other.select(["bleu", "index", "statistics.bleu", "reason"]))
+    out.flush()
+    assert out.done() == 9
+    assert list(out.kept_rows()) == [{k: v for k, v in r.items() if v is not None or k == "reason"} | {"reason": r["reason"]}
+                                     for r in rows]
+    out.close()
