@@ -10,6 +10,7 @@
   (Ray's startup included); target at least 1.6x on 2 cores. Rows must equal the local run's.
 - BERTScore (packaged MiniLM) on Ray with 2 one-thread workers against one process using both
   cores (torch's threads): same cores, so the time ratio is the per-core ratio; target <= 1.3x.
+  Once through the command (starts included), once started (each side after a warm-up batch).
 
 Run: ``python -m bench.bench_scale [N]``.
 """
@@ -136,6 +137,55 @@ def bertscore_on_ray(folder: Path, n: int) -> dict:
             "ratio": ray_s / local_s, "target": 1.3, "identical": same, "lower_is_better": True}
 
 
+_STEADY = """
+import json, os, sys, time
+import torch
+from opik_metrics.metrics.catalog import MetricRecipe
+from tests.corpus import realistic_pairs
+
+def rate(n):
+    metric = MetricRecipe.of([("bertscore", {"model": "packaged:minilm", "track": False})])()[0]
+    preds, refs = realistic_pairs(n + 64, seed=13)
+    metric.score_batch(preds[:64], refs[:64])                      # first-call costs left out
+    start = time.perf_counter()
+    values = [r.value for item in metric.score_batch(preds[64:], refs[64:]) for r in item]
+    return n / (time.perf_counter() - start), values
+
+n = int(sys.argv[1])
+if sys.argv[2] == "local":
+    torch.set_num_threads(2)
+    speed, values = rate(n)
+    print("@@" + json.dumps({"speed": speed, "values": values}))
+else:
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    got = ray.get([ray.remote(num_cpus=1)(rate).remote(n) for _ in range(2)])
+    print("@@" + json.dumps({"speed": sum(g[0] for g in got), "values": got[0][1]}))
+"""
+
+
+def bertscore_steady_state(n: int = 600) -> dict:
+    """BERTScore per core once started: two one-thread Ray workers (each scoring ``n`` pairs
+    after a warm-up batch, at once) against one process using both cores on the same pairs."""
+    root = Path(__file__).resolve().parent.parent
+
+    def run(mode: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", _STEADY, str(n), mode], env={**ENV, "PYTHONPATH": str(root)},
+                              capture_output=True, text=True, cwd=root)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"steady-state {mode} run failed: {proc.stderr[-2000:]}")
+        return json.loads(lines[-1][2:])
+
+    local, on_ray = run("local"), run("ray")
+    same = len(local["values"]) == len(on_ray["values"]) and all(
+        abs(a - b) <= 1e-6 for a, b in zip(local["values"], on_ray["values"]))
+    return {"benchmark": f"Ray: BERTScore (MiniLM) once started, {n} pairs a worker, 2 one-thread workers vs one "
+                         "process on 2 cores (time ratio = per-core)", "ours_per_s": on_ray["speed"],
+            "reference_per_s": local["speed"], "ratio": local["speed"] / on_ray["speed"], "target": 1.3,
+            "identical": same, "lower_is_better": True}
+
+
 def main(n: int = 1_000_000) -> list:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,6 +203,9 @@ def main(n: int = 1_000_000) -> list:
         print(f"{rows[-1]['benchmark']}: {rows[-1]['ratio']:.2f}x (target >= 1.6), identical {rows[-1]['identical']}",
               flush=True)
         rows.append(bertscore_on_ray(folder, max(200, n // 500)))
+        print(f"{rows[-1]['benchmark']}: {rows[-1]['ratio']:.2f} (target <= 1.3), identical {rows[-1]['identical']}",
+              flush=True)
+        rows.append(bertscore_steady_state())
         print(f"{rows[-1]['benchmark']}: {rows[-1]['ratio']:.2f} (target <= 1.3), identical {rows[-1]['identical']}",
               flush=True)
     for row in rows:
