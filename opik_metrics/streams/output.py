@@ -172,30 +172,61 @@ class RunOutput:
     def kept_rows(self) -> Iterator[dict]:
         """Every kept row in index order: from the parts while running, else from the output."""
         if self.parts.is_dir():
-            expect, stop = 0, self.done()
-            for first, last, p in self._part_files():
-                if first >= stop:
-                    break
-                if last <= expect:          # a part another attempt already covered
-                    continue
-                rows = _read_arrow_part(p) if p.suffix == ".arrow" else _read_json_part(p)
-                for row in rows:
-                    if row["index"] == expect:     # each index once, in order
-                        expect += 1
-                        yield row
+            for batch in self.kept_batches():
+                yield from batch_rows(batch)
         elif self.path.exists():
             yield from read_rows(str(self.path))
 
-    def merge(self, facts: Sequence[MetricFacts], rows: Iterator[dict]) -> None:
-        """Write ``rows`` (the kept rows, in order) as the output file, in the metrics' columns."""
+    def kept_batches(self) -> Iterator[Any]:
+        """The kept parts' rows in index order, each index once, a part at a time: an Arrow part
+        as a table (sliced where an earlier part already holds its first rows), else row dicts."""
+        expect, stop = 0, self.done()
+        for first, last, p in self._part_files():
+            if first >= stop:
+                break
+            if last <= expect:          # a part another attempt already covered
+                continue
+            if p.suffix == ".arrow":
+                table = _read_arrow_table(p)
+                index = table.column("index")
+                if table.num_rows == last - first and table.num_rows and index[0].as_py() == first \
+                        and index[-1].as_py() == last - 1:        # the contiguous run every part is
+                    yield table.slice(expect - first) if first < expect else table
+                    expect = last
+                    continue
+                rows: Iterator[dict] = iter(table_rows(table))
+            else:
+                rows = _read_json_part(p)
+            kept = []
+            for row in rows:
+                if row["index"] == expect:     # each index once, in order
+                    expect += 1
+                    kept.append(row)
+            yield kept
+
+    def merge(self, facts: Sequence[MetricFacts], aggregator: Any = None) -> None:
+        """Write the kept rows, in order, as the output file in the metrics' columns, adding each
+        to ``aggregator`` on the way (tables whole: ``Aggregator.add_table``)."""
         cols = columns(facts)
         tmp = self.path.with_name(self.path.name + ".tmp")
+
+        def counted() -> Iterator[Any]:
+            for batch in self.kept_batches():
+                if aggregator is not None:
+                    if is_table(batch):
+                        aggregator.add_table(batch)
+                    else:
+                        for row in batch:
+                            aggregator.add(row)
+                yield batch
+
         if self.format == "jsonl":
             with open(tmp, "w", encoding="utf-8") as f:
-                for row in rows:
-                    f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
+                for batch in counted():
+                    for row in batch_rows(batch):
+                        f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
         else:
-            _write_parquet(tmp, cols, rows)
+            _write_parquet(tmp, cols, counted())
         os.replace(tmp, self.path)
 
     def finish(self, record: dict[str, Any]) -> None:
@@ -208,18 +239,26 @@ class RunOutput:
         self.close()
 
 
-def _write_parquet(path: Path, cols: list[str], rows: Iterator[dict], group: int = 65536) -> None:
+def _write_parquet(path: Path, cols: list[str], batches: Iterator[Any], group: int = 65536) -> None:
+    """Batches (tables or lists of row dicts) as one Parquet file in row groups of ``group`` rows."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     with pq.ParquetWriter(str(path), arrow_schema(cols)) as writer:
-        batch: list[dict] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= group:
-                writer.write_table(rows_table(cols, batch))
-                batch = []
-        if batch:
-            writer.write_table(rows_table(cols, batch))
+        held: list[Any] = []
+        count = 0
+        for batch in batches:
+            if not batch_size(batch):
+                continue
+            held.append(_as_table(cols, batch))
+            count += held[-1].num_rows
+            if count >= group:
+                table = pa.concat_tables(held)
+                whole = (count // group) * group
+                writer.write_table(table.slice(0, whole), row_group_size=group)
+                held, count = ([table.slice(whole)], count - whole) if count > whole else ([], 0)
+        if held:
+            writer.write_table(pa.concat_tables(held), row_group_size=group)
 
 
 def _arrow() -> Any:
@@ -338,11 +377,10 @@ class _RunLock:
         self.fd = None
 
 
-def _read_arrow_part(path: Path) -> Iterator[dict]:
+def _read_arrow_table(path: Path) -> Any:
     pa = _arrow()
     with pa.memory_map(str(path)) as source:
-        table = pa.ipc.open_file(source).read_all()
-    yield from table_rows(table)
+        return pa.ipc.open_file(source).read_all()
 
 
 def arrow_schema(cols: Sequence[str]) -> Any:

@@ -92,6 +92,57 @@ class Aggregator:
             self._totals[metric] = list(values) if total is None else [a + b for a, b in zip(total, values)]
             self._stat_counts[metric] = self._stat_counts.get(metric, 0) + 1
 
+    def add_table(self, table: Any) -> None:
+        """``add`` for every row of an Arrow table of output columns, column by column: the same
+        sums in the same order (each score's values added row after row), the same first-seen
+        order of the names, without a dict per row."""
+        import pyarrow.compute as pc
+
+        n = table.num_rows
+        if not n:
+            return
+        self.rows += n
+        names = [c for c in table.column_names if c not in self._skip]
+        values = {name: table.column(name).to_pylist() for name in names}
+        firsts = []
+        for position, name in enumerate(names):
+            if name not in self._sums:
+                first = next((k for k, v in enumerate(values[name]) if v is not None), None)
+                if first is not None:
+                    firsts.append((first, position, name))
+        for _, _, name in sorted(firsts):              # as ``add`` meets them, row by row
+            self._sums[name] = 0.0
+            self._counts[name] = 0
+        for name in names:
+            if name not in self._sums:
+                continue
+            total, count = self._sums[name], self._counts[name]
+            for value in values[name]:
+                if value is not None:
+                    total += value
+                    count += 1
+            self._sums[name], self._counts[name] = total, count
+        if names:
+            unscored = pc.is_null(table.column(names[0]))
+            for name in names[1:]:
+                unscored = pc.and_(unscored, pc.is_null(table.column(name)))
+            self.unscored += int(pc.sum(pc.cast(unscored, "int64")).as_py() or 0)
+        else:
+            self.unscored += n
+        for metric, column in self._stat_columns:
+            if column not in table.column_names:
+                continue
+            total = self._totals.get(metric)
+            count = self._stat_counts.get(metric, 0)
+            for row_values in table.column(column).to_pylist():
+                if row_values is None:
+                    continue
+                total = list(row_values) if total is None else [a + b for a, b in zip(total, row_values)]
+                count += 1
+            if total is not None:
+                self._totals[metric] = total
+                self._stat_counts[metric] = count
+
     def aggregate(self) -> dict[str, float]:
         """Every score's mean over the items that have it, then each corpus score of its own."""
         out = {name: self._sums[name] / self._counts[name] for name in self._sums}

@@ -165,12 +165,7 @@ class StreamRun:
         finally:
             out.flush()        # also on Ctrl-C or an error: every row scored so far is kept
 
-        def merged() -> Iterator[dict]:
-            for row in out.kept_rows():
-                aggregator.add(row)
-                yield row
-
-        out.merge(facts, merged())
+        out.merge(facts, aggregator)
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
         out.finish({"aggregate": result.aggregate, "counts": result.counts, "items": result.items,
                     "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})

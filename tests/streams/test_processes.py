@@ -77,3 +77,41 @@ def test_the_output_keeps_tables_and_dicts_alike(tmp_path):
     assert list(out.kept_rows()) == [{k: v for k, v in r.items() if v is not None or k == "reason"} | {"reason": r["reason"]}
                                      for r in rows]
     out.close()
+
+
+def test_a_table_aggregates_as_its_rows_do():
+    """``Aggregator.add_table`` gives the very sums, counts, unscored items and name order that
+    ``add`` gives row by row (scores missing here and there, NaN, statistics, unscored rows)."""
+    import math
+    import random
+
+    from opik_metrics import BLEU, ROUGE
+    from opik_metrics.core import facts_of
+    from opik_metrics.streams.output import columns, rows_table, table_rows
+    from opik_metrics.streams.rows import Aggregator
+
+    facts = [facts_of(m) for m in (ROUGE(rouge_types=["rouge1"], track=False), BLEU(track=False))]
+    cols = columns(facts)
+    rng = random.Random(4)
+    rows = []
+    for k in range(300):
+        row = {"index": k, "reason": None}
+        for c in cols:
+            if c.startswith("statistics.") and rng.random() < 0.9:
+                row[c] = [float(rng.randint(1, 9)) for _ in range(10)]     # BLEU's ten counts
+            elif c not in ("index", "reason") and not c.startswith("statistics.") and rng.random() < 0.8:
+                row[c] = rng.choice([rng.random(), math.nan, 1e16, -3.0])
+        if k < 3:                                    # first rows score little: order of names matters
+            row = {"index": k, "reason": "no", **({"bleu": 0.5} if k == 2 else {})}
+        rows.append(row)
+    by_rows, by_tables = Aggregator(facts), Aggregator(facts)
+    table = rows_table(cols, rows)
+    for row in table_rows(table):
+        by_rows.add(row)
+    for start in range(0, 300, 70):
+        by_tables.add_table(table.slice(start, 70))
+    a, b = by_rows.aggregate(), by_tables.aggregate()
+    assert list(a) == list(b) and list(a)[0] == "bleu"
+    assert all((math.isnan(a[k]) and math.isnan(b[k])) or a[k] == b[k] for k in a)
+    assert (by_rows.rows, by_rows.unscored, by_rows.counts()) == (by_tables.rows, by_tables.unscored, by_tables.counts())
+    assert by_rows.unscored >= 2
