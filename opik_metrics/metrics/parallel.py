@@ -172,15 +172,23 @@ def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[An
     pool, method = _executor(min(workers, len(ranges)))
     if method != "fork" and b"__main__" in blob:
         raise StayInProcess("the kernel names code of __main__, which forkserver workers cannot import")
+    ahead = 2 * min(workers, len(ranges))      # slices in flight: the input is not copied all at once
     futures: list[Future] = []
     try:
-        futures = [pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])) for a, b in ranges]
-        for (start, stop), future in zip(ranges, futures):
-            yield start, stop, future.result()
+        for a, b in ranges[:ahead]:
+            futures.append(pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])))
+        for k, (start, stop) in enumerate(ranges):
+            values = futures[k].result()
+            futures[k] = None  # type: ignore[call-overload]   # its values are handed on, not kept here
+            if k + ahead < len(ranges):
+                a, b = ranges[k + ahead]
+                futures.append(pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])))
+            yield start, stop, values
     except BrokenProcessPool:
         _drop(pool)
         warnings.warn("a scoring worker process died; this batch is scored again in this process", stacklevel=3)
         raise StayInProcess("a worker process died") from None
     finally:
         for future in futures:
-            future.cancel()
+            if future is not None:
+                future.cancel()

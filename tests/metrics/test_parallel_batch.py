@@ -165,3 +165,25 @@ def test_no_nested_pools_inside_a_worker_or_a_daemon():
         assert pool.apply(parallel.resolve_workers, (2, 10 ** 6)) == 1
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         assert pool.submit(parallel.resolve_workers, None, 10 ** 6).result() == 1
+
+
+def test_slices_in_flight_are_bounded(monkeypatch):
+    """Two slices a worker are handed out ahead, not the whole batch at once."""
+    monkeypatch.setattr(parallel, "MIN_SLICE", 100)
+    real, submitted = parallel._executor, []
+
+    def spy(workers):
+        pool, method = real(workers)
+
+        class Counting:
+            def submit(self, *args):
+                submitted.append(args[3][0])
+                return pool.submit(*args)
+        return Counting(), method
+
+    monkeypatch.setattr(parallel, "_executor", spy)
+    preds, refs = realistic_pairs(3_000, seed=24)
+    ranges = parallel.slices(3_000, 2)
+    spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel(), preds, [[r] for r in refs], 2)
+    assert next(spread)[:2] == ranges[0] and len(submitted) == 5        # four ahead, one more as the first goes
+    assert [r[:2] for r in spread] == ranges[1:] and len(submitted) == len(ranges) == 8
