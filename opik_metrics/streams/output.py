@@ -204,7 +204,7 @@ class RunOutput:
                     kept.append(row)
             yield kept
 
-    def merge(self, facts: Sequence[MetricFacts], aggregator: Any = None) -> None:
+    def merge(self, facts: Sequence[MetricFacts], aggregator: Any) -> None:
         """Write the kept rows, in order, as the output file in the metrics' columns, adding each
         to ``aggregator`` on the way (tables whole: ``Aggregator.add_table``)."""
         cols = columns(facts)
@@ -212,12 +212,11 @@ class RunOutput:
 
         def counted() -> Iterator[Any]:
             for batch in self.kept_batches():
-                if aggregator is not None:
-                    if is_table(batch):
-                        aggregator.add_table(batch)
-                    else:
-                        for row in batch:
-                            aggregator.add(row)
+                if is_table(batch):
+                    aggregator.add_table(batch)
+                else:
+                    for row in batch:
+                        aggregator.add(row)
                 yield batch
 
         if self.format == "jsonl":

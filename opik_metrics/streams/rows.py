@@ -88,8 +88,7 @@ class Aggregator:
             values = row.get(column)
             if values is None:
                 continue
-            total = self._totals.get(metric)
-            self._totals[metric] = list(values) if total is None else [a + b for a, b in zip(total, values)]
+            self._totals[metric] = _summed(self._totals.get(metric), values)
             self._stat_counts[metric] = self._stat_counts.get(metric, 0) + 1
 
     def add_table(self, table: Any) -> None:
@@ -137,7 +136,7 @@ class Aggregator:
             for row_values in table.column(column).to_pylist():
                 if row_values is None:
                     continue
-                total = list(row_values) if total is None else [a + b for a, b in zip(total, row_values)]
+                total = _summed(total, row_values)
                 count += 1
             if total is not None:
                 self._totals[metric] = total
@@ -166,3 +165,9 @@ class Aggregator:
                 if facts.metric in self._stat_counts:
                     out[corpus.name] = self._stat_counts[facts.metric]
         return out
+
+
+def _summed(total: list[float] | None, values: Sequence[float]) -> list[float]:
+    """Statistics added element by element (what ``Statistics.__add__`` does, unboxed): the one
+    sum ``add`` and ``add_table`` share, so both give the same floats."""
+    return list(values) if total is None else [a + b for a, b in zip(total, values)]
