@@ -5,6 +5,7 @@ score them in the very chunks the local engine uses. Rows come back in order as 
 (floats unchanged), and the driver writes and aggregates them as the local engine's."""
 from __future__ import annotations
 
+import pickle
 from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
@@ -16,6 +17,7 @@ from opik_metrics.streams.run import ChunkScorer, StreamResult
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 
 MetricFactory = Callable[[], Sequence[Any]]
+FACTS_KEY = b"opik_metrics.facts"    # a scored table's metadata: the worker's metric facts, pickled
 
 
 def _ray():
@@ -51,15 +53,18 @@ class _RefScorer:
         self.scorer = ChunkScorer(factory(), fields)
         self.source = source
         self.chunk_size = chunk_size
-        self.columns = columns([facts_of(m) for m in self.scorer.metrics])
+        facts = [facts_of(m) for m in self.scorer.metrics]
+        self.columns = columns(facts)
+        self.facts = {FACTS_KEY: pickle.dumps(facts)}
 
     def __call__(self, batch: dict) -> Any:
-        """The rows of the batch's chunk groups as an Arrow table of the output's columns."""
+        """The rows of the batch's chunk groups as an Arrow table of the output's columns, with
+        the worker's metric facts in its metadata (the driver needs no probe of its own)."""
         rows: list[dict] = []
         for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
             rows += score_group(self.scorer, self.source, ChunkRef(int(first), int(count), int(start), int(stop)),
                                 self.chunk_size)
-        return rows_table(self.columns, rows)
+        return rows_table(self.columns, rows).replace_schema_metadata(self.facts)
 
 
 def _score_refs_task(batch: dict, factory: MetricFactory, source: Source, fields: FieldMap,
@@ -92,16 +97,22 @@ class RayEngine:
 
     def facts(self) -> list:
         """The metrics' facts: from metrics built here when the factory says they load no model
-        (a ``MetricRecipe`` of text metrics: cheap, and the same on every machine), else from
-        metrics built in a worker (the driver loads no model, and a GPU worker's facts are its own)."""
+        (a ``MetricRecipe`` of text metrics: cheap, and the same on every machine), else from the
+        workers (the driver loads no model, and a GPU worker's facts are its own): those that sent
+        the first scored batch, or a probe task when none has come yet (a resumed run)."""
         if self._facts is None and getattr(self.factory, "loads_model", True) is False:
             self._facts = _describe(self.factory)
         if self._facts is None:
-            ensure_ray(self.address, self.workers)
-            ray = _ray()
-            describe = ray.remote(num_gpus=self.num_gpus)(_describe)
-            self._facts = ray.get(describe.remote(self.factory))
+            self._facts = self._probe()
         return self._facts
+
+    def _probe(self) -> list:
+        """The facts of metrics built in a task that holds no CPU the pool could use, and whose
+        worker exits after it (its model goes with it, from memory or the GPU)."""
+        ensure_ray(self.address, self.workers)
+        ray = _ray()
+        describe = ray.remote(num_cpus=0, num_gpus=self.num_gpus, max_calls=1)(_describe)
+        return ray.get(describe.remote(self.factory))
 
     def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
         ensure_ray(self.address, self.workers)
@@ -115,14 +126,22 @@ class RayEngine:
                                   for g in groups], override_num_blocks=len(groups))
         args = (self.factory, source, fields, chunk_size)
         if self.actors:
-            scored = ds.map_batches(_RefScorer, fn_constructor_args=args, batch_size=1,
-                                    compute=ray.data.ActorPoolStrategy(size=self.workers),
+            # one group an actor at a time: an actor that starts first must not queue its
+            # neighbour's groups while that one loads its model
+            pool = ray.data.ActorPoolStrategy(size=self.workers, max_tasks_in_flight_per_actor=1)
+            scored = ds.map_batches(_RefScorer, fn_constructor_args=args, batch_size=1, compute=pool,
                                     num_gpus=self.num_gpus or None, batch_format="numpy")
         else:
             scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
                                     compute=ray.data.TaskPoolStrategy(size=self.workers), batch_format="numpy")
         # Arrow tables of the output's columns: the output keeps them as they are
-        yield from scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2)
+        for table in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
+            sent = (table.schema.metadata or {}).get(FACTS_KEY)
+            if sent is not None:
+                if self._facts is None:
+                    self._facts = pickle.loads(sent)
+                table = table.replace_schema_metadata(None)
+            yield table
 
 
 def _describe(factory: MetricFactory) -> list:

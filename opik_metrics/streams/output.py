@@ -38,9 +38,11 @@ def columns(facts: Sequence[MetricFacts]) -> list[str]:
 class RunOutput:
     """The output of one run: ``path``, its parts folder ``path.parts/`` while running, and the
     record ``path.run.json``. ``run`` describes what makes the run (input, fields, metric
-    signatures): a different run never resumes into these parts."""
+    signatures): a different run never resumes into these parts. ``run`` may come later
+    (``bind``): the path is checked and locked first, so that a run can start scoring a fresh
+    output before it knows its metrics' signatures."""
 
-    def __init__(self, path: str, run: dict[str, Any], *, columns: Sequence[str] | None = None,
+    def __init__(self, path: str, run: dict[str, Any] | None, *, columns: Sequence[str] | None = None,
                  overwrite: bool = False, flush_rows: int = 8192, flush_seconds: float = 5.0,
                  input_path: str | None = None) -> None:
         self.path = Path(path)
@@ -64,10 +66,21 @@ class RunOutput:
             shutil.rmtree(self._finished_parts, ignore_errors=True)   # a finished run killed while clearing up
             if overwrite:
                 self.discard()
-            self._check_same_run()
+            if run is not None:
+                self._check_same_run()
         except BaseException:
             self.close()
             raise
+
+    @property
+    def fresh(self) -> bool:
+        """Whether nothing of an earlier run is kept here (a run starts from the first record)."""
+        return not (self.path.exists() or self.record.exists() or self.parts.exists())
+
+    def bind(self, run: dict[str, Any], columns: Sequence[str] | None) -> None:
+        """Name the run and its columns once known; refuses kept parts of a different run."""
+        self.run, self.columns = run, list(columns) if columns is not None else None
+        self._check_same_run()
 
     @property
     def _finished_parts(self) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from opik_metrics.core import MetricFacts, resolve_formula
+from opik_metrics.core import MetricFacts, facts_of, resolve_formula
 
 STATISTICS_PREFIX = "statistics."
 
@@ -20,7 +20,7 @@ class RowMaker:
 
     def __init__(self, metrics: Sequence[Any]) -> None:
         self.metrics = list(metrics)
-        self._summed = {m.name: m for m in self.metrics if m.facts.own_corpus is not None}
+        self._summed = {m.name: m for m in self.metrics if facts_of(m).own_corpus is not None}
 
     def row(self, index: int, results: Iterable[tuple[str, Any]]) -> dict[str, Any]:
         row: dict[str, Any] = {"index": index}

@@ -6,6 +6,7 @@ The engine is swappable: ``LocalEngine`` scores chunks in this process; the Ray 
 """
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -133,37 +134,60 @@ class StreamRun:
                 "fields": self.fields.as_dict(), "metrics": signatures}
 
     def execute(self) -> StreamResult:
-        facts = self.engine.facts()
-        signatures = {f.metric: str(f.signature) for f in facts}
-        aggregator = Aggregator(facts)
-        if self.output is None:
-            rows: list[dict] = []
-            for batch in self._scored(0, None):
-                batch = batch_rows(batch)
-                for row in batch:
-                    aggregator.add(row)
-                rows.extend(batch)
-            return self._result(aggregator, signatures, rows=rows)
-        out = RunOutput(self.output, self.run_key(signatures), columns=columns(facts), overwrite=self.overwrite,
-                        flush_rows=self.flush_rows, input_path=self.source.path)
+        out = None
+        if self.output is not None:   # the path checked and locked before anything is scored
+            out = RunOutput(self.output, None, overwrite=self.overwrite, flush_rows=self.flush_rows,
+                            input_path=self.source.path)
         try:
-            return self._write(out, facts, signatures, aggregator)
+            return self._execute(out)
         finally:
-            out.close()
+            if out is not None:
+                out.close()
 
-    def _write(self, out: RunOutput, facts: list, signatures: dict[str, str], aggregator: Aggregator) -> StreamResult:
+    def _execute(self, out: RunOutput | None) -> StreamResult:
+        # A fresh run starts scoring before it asks for the facts: an engine may learn them from
+        # its first batch (Ray's workers send theirs: no probe loads the model once more).
+        fresh = out is None or out.fresh
+        stream = self._scored(0) if fresh else None
+        try:
+            first = next(stream, None) if stream is not None else None
+            facts = self.engine.facts()
+            signatures = {f.metric: str(f.signature) for f in facts}
+            aggregator = Aggregator(facts)
+            scored = itertools.chain([] if first is None else [first], stream or ())
+            if out is None:
+                rows: list[dict] = []
+                for batch in scored:
+                    batch = batch_rows(batch)
+                    for row in batch:
+                        aggregator.add(row)
+                    rows.extend(batch)
+                return self._result(aggregator, signatures, rows=rows)
+            out.bind(self.run_key(signatures), columns(facts))
+            return self._write(out, facts, signatures, aggregator, scored if fresh else None)
+        finally:
+            if stream is not None:
+                stream.close()     # stops the engine when the run ends early
+
+    def _write(self, out: RunOutput, facts: list, signatures: dict[str, str], aggregator: Aggregator,
+               scored: Iterator[Any] | None) -> StreamResult:
+        """``scored``: the batches of a fresh run, already under way; None: resume what is kept."""
         if out.complete:
             for row in out.kept_rows():
                 aggregator.add(row)
             return self._result(aggregator, signatures, resumed_from=aggregator.rows, output=self.output)
         out.start()
-        done = out.done()
-        out.drop_parts_after(done)
+        done = 0
+        if scored is None:
+            done = out.done()
+            out.drop_parts_after(done)
+            scored = self._scored(done)
         try:
-            for batch in self._scored(done, out):
+            for batch in scored:
                 out.add(batch)
         finally:
             out.flush()        # also on Ctrl-C or an error: every row scored so far is kept
+            getattr(scored, "close", lambda: None)()
 
         out.merge(facts, aggregator)
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
@@ -171,7 +195,7 @@ class StreamRun:
                     "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})
         return result
 
-    def _scored(self, done: int, out: RunOutput | None) -> Iterator[list[dict]]:
+    def _scored(self, done: int) -> Iterator[Any]:
         bar = tqdm(total=self.source.total(), initial=done, desc="scoring", unit="item",
                    disable=not self.progress, leave=False)
         try:

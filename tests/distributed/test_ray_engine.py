@@ -139,3 +139,39 @@ def test_text_facts_are_made_in_the_driver_and_model_facts_in_a_worker(monkeypat
     bert = MetricRecipe.of([("bertscore", {"model": tiny_bert, "num_layers": 2, "track": False})])
     assert [str(f.signature) for f in RayEngine(bert, workers=2).facts()] == [str(m.facts.signature) for m in bert()]
     assert asked
+
+
+def test_a_fresh_run_takes_model_facts_from_its_workers_and_probes_only_to_resume(tmp_path, tiny_bert, monkeypatch):
+    """A fresh run's facts come with the workers' first scored batch (no task loads the model
+    once more just to describe it); a run that resumes an output asks a probe first."""
+    recipe = MetricRecipe.of([("bertscore", {"model": tiny_bert, "num_layers": 2, "track": False})])
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:200]))
+    probes = []
+    real = RayEngine._probe
+    monkeypatch.setattr(RayEngine, "_probe", lambda self: (probes.append(1), real(self))[1])
+    out = str(tmp_path / "o.parquet")
+    fresh = score_file(path, output=out, chunk_size=64, progress=False, engine=RayEngine(recipe, workers=2))
+    assert probes == []
+    assert fresh.signatures == {m.name: str(m.facts.signature) for m in recipe()}
+    again = score_file(path, output=out, chunk_size=64, progress=False, engine=RayEngine(recipe, workers=2))
+    assert probes == [1] and again.resumed_from == 200 and again.aggregate == fresh.aggregate
+
+
+def test_an_actor_that_loads_first_leaves_its_neighbours_group_alone(tmp_path):
+    """Both actors of a 2-worker pool score at once though one loads 3 s later: the first does
+    not queue its neighbour's group (one group an actor in flight), which would take it twice as long."""
+    from functools import partial
+
+    from tests.distributed.rendezvous import rendezvous_metrics
+    from opik_metrics.streams import open_source
+
+    folder = tmp_path / "pids"
+    for sub in ("born", "scored"):
+        (folder / sub).mkdir(parents=True)
+    # built 1st by the probe, 2nd by the first actor; the second actor loads 3 s later
+    engine = RayEngine(partial(rendezvous_metrics, str(folder), expected=2, slow_after=2), workers=2)
+    engine.facts()
+    source = open_source(str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:20])))
+    rows = [row for table in engine.rows(source, FieldMap(), source.plan(10)) for row in table.to_pylist()]
+    assert [r["index"] for r in rows] == list(range(20)) and all(r["reason"] is None for r in rows)
+    assert len({r["worker_pid"] for r in rows}) == 2

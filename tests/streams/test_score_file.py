@@ -265,3 +265,14 @@ def test_parts_with_a_gap_or_an_overlap_resume_to_each_index_once(tmp_path):
     assert [r["index"] for r in read_rows(out)] == list(range(100))
     assert [r["bleu"] for r in read_rows(out)] == [r["bleu"] for r in clean.rows]
     assert resumed.aggregate == clean.aggregate
+
+
+def test_an_opik_metric_that_states_no_facts_is_scored_with_the_facts_opik_gives_it(tmp_path):
+    """Opik's own metrics carry no ``facts``: a run scores them under their name, higher is better."""
+    from opik.evaluation.metrics import IsJson
+
+    items = [{"output": '{"a": 1}', "reference": "x"}, {"output": "not json", "reference": "x"}]
+    result = score_file(str(write_jsonl(tmp_path / "in.jsonl", items)), [IsJson(track=False)],
+                        output=str(tmp_path / "o.parquet"), progress=False)
+    assert [r["is_json_metric"] for r in read_rows(str(tmp_path / "o.parquet"))] == [1.0, 0.0]
+    assert result.aggregate == {"is_json_metric": 0.5}
