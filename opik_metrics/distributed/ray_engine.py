@@ -39,7 +39,10 @@ def ensure_ray(address: str | None, workers: int) -> None:
             ray.init(address=address, **quiet)
         else:
             ray.init(num_cpus=workers, **quiet)
+    import ray.data   # configures its loggers on import: the levels below come after
+
     logging.getLogger("ray.data").setLevel(logging.WARNING)   # per-dataset execution chatter
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)   # "progress bars disabled"
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False          # our own bar counts the items
     context.print_on_execution_start = False
@@ -122,18 +125,19 @@ class RayEngine:
             return
         chunk_size = max(r.count for r in refs)
         groups = group_refs(refs, self.workers * self.groups_per_worker)
+        workers = min(self.workers, len(groups))     # a small file: no actor loads a model for nothing
         ds = ray.data.from_items([{"first": g.first, "count": g.count, "start": g.start, "stop": g.stop}
                                   for g in groups], override_num_blocks=len(groups))
         args = (self.factory, source, fields, chunk_size)
         if self.actors:
             # one group an actor at a time: an actor that starts first must not queue its
             # neighbour's groups while that one loads its model
-            pool = ray.data.ActorPoolStrategy(size=self.workers, max_tasks_in_flight_per_actor=1)
+            pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1)
             scored = ds.map_batches(_RefScorer, fn_constructor_args=args, batch_size=1, compute=pool,
                                     num_gpus=self.num_gpus or None, batch_format="numpy")
         else:
             scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
-                                    compute=ray.data.TaskPoolStrategy(size=self.workers), batch_format="numpy")
+                                    compute=ray.data.TaskPoolStrategy(size=workers), batch_format="numpy")
         # Arrow tables of the output's columns: the output keeps them as they are
         for table in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
             sent = (table.schema.metadata or {}).get(FACTS_KEY)
