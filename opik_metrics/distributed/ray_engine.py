@@ -58,16 +58,18 @@ class _RefScorer:
         self.chunk_size = chunk_size
         facts = [facts_of(m) for m in self.scorer.metrics]
         self.columns = columns(facts)
-        self.facts = {FACTS_KEY: pickle.dumps(facts)}
+        self.facts = {FACTS_KEY: pickle.dumps(facts)} if _loads_model(factory) else None
 
     def __call__(self, batch: dict) -> Any:
         """The rows of the batch's chunk groups as an Arrow table of the output's columns, with
-        the worker's metric facts in its metadata (the driver needs no probe of its own)."""
+        the worker's metric facts in its metadata when they load a model (the driver needs no
+        probe of its own)."""
         rows: list[dict] = []
         for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
             rows += score_group(self.scorer, self.source, ChunkRef(int(first), int(count), int(start), int(stop)),
                                 self.chunk_size)
-        return rows_table(self.columns, rows).replace_schema_metadata(self.facts)
+        table = rows_table(self.columns, rows)
+        return table if self.facts is None else table.replace_schema_metadata(self.facts)
 
 
 def _score_refs_task(batch: dict, factory: MetricFactory, source: Source, fields: FieldMap,
@@ -97,15 +99,25 @@ class RayEngine:
         self.factory, self.workers, self.address = factory, workers, address
         self.num_gpus, self.actors, self.groups_per_worker = num_gpus, actors, groups_per_worker
         self._facts: list | None = None
+        self._pool_alive = False
+
+    @property
+    def facts_from_rows(self) -> bool:
+        """Whether a fresh run may start scoring before asking ``facts``: metrics with a model
+        send theirs with the first scored batch."""
+        return _loads_model(self.factory)
 
     def facts(self) -> list:
         """The metrics' facts: from metrics built here when the factory says they load no model
         (a ``MetricRecipe`` of text metrics: cheap, and the same on every machine), else from the
         workers (the driver loads no model, and a GPU worker's facts are its own): those that sent
-        the first scored batch, or a probe task when none has come yet (a resumed run)."""
-        if self._facts is None and getattr(self.factory, "loads_model", True) is False:
+        the first scored batch, or a probe task when no batch has come yet (a resumed run)."""
+        if self._facts is None and not _loads_model(self.factory):
             self._facts = _describe(self.factory)
         if self._facts is None:
+            if self._pool_alive and self.num_gpus:   # a probe could wait for the pool's GPUs forever
+                raise RuntimeError("the Ray workers' first scored rows came without their metric facts "
+                                   "(this Ray drops Arrow metadata): upgrade ray, or score without GPUs")
             self._facts = self._probe()
         return self._facts
 
@@ -115,7 +127,12 @@ class RayEngine:
         ensure_ray(self.address, self.workers)
         ray = _ray()
         describe = ray.remote(num_cpus=0, num_gpus=self.num_gpus, max_calls=1)(_describe)
-        return ray.get(describe.remote(self.factory))
+        try:
+            return ray.get(describe.remote(self.factory))
+        except ray.exceptions.RayTaskError as exc:     # the metric's own error (a missing model), unwrapped
+            if isinstance(getattr(exc, "cause", None), Exception):
+                raise exc.cause from None
+            raise
 
     def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
         ensure_ray(self.address, self.workers)
@@ -139,13 +156,27 @@ class RayEngine:
             scored = ds.map_batches(_score_refs_task, fn_args=args, batch_size=1,
                                     compute=ray.data.TaskPoolStrategy(size=workers), batch_format="numpy")
         # Arrow tables of the output's columns: the output keeps them as they are
-        for table in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
-            sent = (table.schema.metadata or {}).get(FACTS_KEY)
-            if sent is not None:
-                if self._facts is None:
-                    self._facts = pickle.loads(sent)
-                table = table.replace_schema_metadata(None)
-            yield table
+        self._pool_alive = True
+        try:
+            for table in scored.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
+                sent = (table.schema.metadata or {}).get(FACTS_KEY)
+                if sent is not None:
+                    if self._facts is None:
+                        self._facts = pickle.loads(sent)
+                    table = table.replace_schema_metadata(None)
+                yield table
+        except Exception:
+            self._pool_alive = False
+            if self._facts is None and self.actors:
+                self._probe()    # a metric that cannot be built raises its own error here, not "actor died"
+            raise
+        finally:
+            self._pool_alive = False
+
+
+def _loads_model(factory: MetricFactory) -> bool:
+    """Whether the factory's metrics load a model (unknown factories: assume they do)."""
+    return getattr(factory, "loads_model", True) is not False
 
 
 def _describe(factory: MetricFactory) -> list:

@@ -49,8 +49,9 @@ class RunOutput:
         self.format = output_format(path)
         self.parts = Path(f"{path}.parts")
         self.record = Path(f"{path}.run.json")
-        self.run = run
-        self.columns = list(columns) if columns is not None else None
+        self.run: dict[str, Any] | None = None
+        self.columns: list[str] | None = None
+        self.overwrite = overwrite
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self._buffer: list[Any] = []      # batches: lists of row dicts, or Arrow tables
         self._buffered = 0
@@ -64,22 +65,24 @@ class RunOutput:
         self._lock = _RunLock(Path(f"{path}.lock"))        # one run writes an output at a time
         try:
             shutil.rmtree(self._finished_parts, ignore_errors=True)   # a finished run killed while clearing up
-            if overwrite:
-                self.discard()
             if run is not None:
-                self._check_same_run()
+                self.bind(run, columns)
         except BaseException:
             self.close()
             raise
 
     @property
     def fresh(self) -> bool:
-        """Whether nothing of an earlier run is kept here (a run starts from the first record)."""
-        return not (self.path.exists() or self.record.exists() or self.parts.exists())
+        """Whether this run starts from the first record: ``overwrite``, or nothing kept here."""
+        return self.overwrite or not (self.path.exists() or self.record.exists() or self.parts.exists())
 
     def bind(self, run: dict[str, Any], columns: Sequence[str] | None) -> None:
-        """Name the run and its columns once known; refuses kept parts of a different run."""
+        """Name the run and its columns once known. With ``overwrite`` the earlier output goes
+        now (not before: a run that fails to start keeps it); else kept parts of a different
+        run, or a file opik-metrics did not write, are refused (OutputError)."""
         self.run, self.columns = run, list(columns) if columns is not None else None
+        if self.overwrite:
+            self.discard()
         self._check_same_run()
 
     @property
@@ -151,6 +154,8 @@ class RunOutput:
     # -- writing --------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.run is None:
+            raise RuntimeError("RunOutput.start before bind: the run is not named yet")
         self.parts.mkdir(exist_ok=True)
         marker = self.parts / "run.json"
         if not marker.exists():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -145,15 +145,19 @@ class StreamRun:
                 out.close()
 
     def _execute(self, out: RunOutput | None) -> StreamResult:
-        # A fresh run starts scoring before it asks for the facts: an engine may learn them from
-        # its first batch (Ray's workers send theirs: no probe loads the model once more).
+        # A fresh run on an engine that learns its metrics' facts from its first batch (Ray, for
+        # metrics with models: no probe loads the model once more) starts scoring before it asks
+        # for them; other engines build their metrics first, so a bad option fails before any work.
         fresh = out is None or out.fresh
-        stream = self._scored(0) if fresh else None
+        early = fresh and getattr(self.engine, "facts_from_rows", False)
+        stream = self._scored(0) if early else None
         try:
             first = next(stream, None) if stream is not None else None
             facts = self.engine.facts()
             signatures = {f.metric: str(f.signature) for f in facts}
             aggregator = Aggregator(facts)
+            if out is None and stream is None:
+                stream = self._scored(0)
             scored = itertools.chain([] if first is None else [first], stream or ())
             if out is None:
                 rows: list[dict] = []
@@ -164,14 +168,15 @@ class StreamRun:
                     rows.extend(batch)
                 return self._result(aggregator, signatures, rows=rows)
             out.bind(self.run_key(signatures), columns(facts))
-            return self._write(out, facts, signatures, aggregator, scored if fresh else None)
+            return self._write(out, facts, signatures, aggregator, scored if early else None)
         finally:
             if stream is not None:
                 stream.close()     # stops the engine when the run ends early
 
     def _write(self, out: RunOutput, facts: list, signatures: dict[str, str], aggregator: Aggregator,
                scored: Iterator[Any] | None) -> StreamResult:
-        """``scored``: the batches of a fresh run, already under way; None: resume what is kept."""
+        """``scored``: the batches of a fresh run, already under way; None: start (or resume what
+        is kept) here."""
         if out.complete:
             for row in out.kept_rows():
                 aggregator.add(row)
@@ -187,7 +192,8 @@ class StreamRun:
                 out.add(batch)
         finally:
             out.flush()        # also on Ctrl-C or an error: every row scored so far is kept
-            getattr(scored, "close", lambda: None)()
+            if isinstance(scored, Generator):
+                scored.close()     # a stream started here (one started earlier: its caller closes it)
 
         out.merge(facts, aggregator)
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)

@@ -175,3 +175,20 @@ def test_an_actor_that_loads_first_leaves_its_neighbours_group_alone(tmp_path):
     rows = [row for table in engine.rows(source, FieldMap(), source.plan(10)) for row in table.to_pylist()]
     assert [r["index"] for r in rows] == list(range(20)) and all(r["reason"] is None for r in rows)
     assert len({r["worker_pid"] for r in rows}) == 2
+
+
+def test_a_model_that_cannot_be_built_fails_with_its_own_error_and_overwrite_keeps_the_old_output(tmp_path):
+    """The workers start before the facts are known; a metric they cannot build still fails with
+    the metric's own error (not Ray's "actor died"), and ``overwrite`` removes nothing until a run
+    has its metrics."""
+    from opik_metrics.neural.models.registry import ModelNotAvailableError
+
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:50]))
+    out = tmp_path / "o.parquet"
+    score_file(path, TEXT(), output=str(out), progress=False)
+    before = out.read_bytes()
+    missing = MetricRecipe.of([("bertscore", {"model": str(tmp_path / "no-such-model"), "track": False})])
+    assert RayEngine(missing, workers=2).facts_from_rows and not RayEngine(TEXT, workers=2).facts_from_rows
+    with pytest.raises(ModelNotAvailableError, match="does not exist"):
+        score_file(path, output=str(out), overwrite=True, progress=False, engine=RayEngine(missing, workers=2))
+    assert out.read_bytes() == before
