@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -59,6 +60,10 @@ def _load_references(paths: Sequence[str], n: int, pred_path: str) -> list[list[
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    if args.no_progress:
+        # transformers' "Loading weights" bars too, here and in the workers this process starts;
+        # the environment (read when transformers is imported), so text metrics still import nothing
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.input is not None:
         from opik_metrics.cli.score_records import score_records
         return score_records(args)

@@ -40,3 +40,21 @@ def test_bertscore_model_that_cannot_load_offline_is_a_clear_error(tmp_path, cap
                  "no-such-org/no-such-model", "--num-layers", "3"]) == 2
     err = capsys.readouterr().err
     assert "no-such-org/no-such-model" in err and "packaged:minilm" in err
+
+
+@pytest.mark.parametrize("flag", [["--no-progress"], []])
+def test_no_progress_also_hides_the_model_loading_bar(tmp_path, flag):
+    """``--no-progress`` means no bar at all: transformers' "Loading weights" one included."""
+    import os
+    import subprocess
+    import sys
+
+    p, r = tmp_path / "p.txt", tmp_path / "r.txt"
+    p.write_text("\n".join(PREDS) + "\n")
+    r.write_text("\n".join(REFS) + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    done = subprocess.run([sys.executable, "-m", "opik_metrics", "score", "-p", str(p), "-r", str(r), "-m", "bertscore",
+                           "--bertscore-model", "packaged:minilm", *flag], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ("Loading weights" in done.stderr) is not bool(flag)
