@@ -61,13 +61,16 @@ class _RefScorer:
         self.facts = {FACTS_KEY: pickle.dumps(facts)} if _loads_model(factory) else None
 
     def __call__(self, batch: dict) -> Any:
-        """The rows of the batch's chunk groups as an Arrow table of the output's columns, with
-        the worker's metric facts in its metadata when they load a model (the driver needs no
-        probe of its own)."""
+        """The rows of a Ray Data batch's chunk groups (see ``table``)."""
+        return self.table([ChunkRef(int(first), int(count), int(start), int(stop)) for first, count, start, stop
+                           in zip(batch["first"], batch["count"], batch["start"], batch["stop"])])
+
+    def table(self, groups: Sequence[ChunkRef]) -> Any:
+        """The groups' rows as an Arrow table of the output's columns, with the worker's metric
+        facts in its metadata when they load a model (the driver needs no probe of its own)."""
         rows: list[dict] = []
-        for first, count, start, stop in zip(batch["first"], batch["count"], batch["start"], batch["stop"]):
-            rows += score_group(self.scorer, self.source, ChunkRef(int(first), int(count), int(start), int(stop)),
-                                self.chunk_size)
+        for group in groups:
+            rows += score_group(self.scorer, self.source, group, self.chunk_size)
         table = rows_table(self.columns, rows)
         return table if self.facts is None else table.replace_schema_metadata(self.facts)
 
@@ -160,13 +163,11 @@ class RayEngine:
                     table = table.replace_schema_metadata(None)
                 yield table
         except Exception:
-            self._pool_alive = False
-            if self._facts is None and self.actors:
+            if self._facts is None:
                 self._probe()    # a metric that cannot be built raises its own error here, not "actor died"
             raise
         finally:
             self._pool_alive = False
-
 
     @staticmethod
     def _tasks(ray: Any, groups: list, args: tuple, workers: int) -> Iterator[Any]:
@@ -203,8 +204,7 @@ class RayEngine:
 def _score_group_task(group: ChunkRef, factory: MetricFactory, source: Source, fields: FieldMap,
                       chunk_size: int) -> Any:
     """One group's rows as an Arrow table (a plain task: text metrics, nothing worth keeping loaded)."""
-    scorer = ChunkScorer(factory(), fields)
-    return rows_table(columns([facts_of(m) for m in scorer.metrics]), score_group(scorer, source, group, chunk_size))
+    return _RefScorer(factory, source, fields, chunk_size).table([group])
 
 
 def _loads_model(factory: MetricFactory) -> bool:
