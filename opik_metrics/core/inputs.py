@@ -1,6 +1,7 @@
 """Validation of metric inputs: every error names the item and the field, never a deep traceback."""
 from __future__ import annotations
 
+import itertools
 from typing import Any, Sequence
 
 
@@ -56,11 +57,29 @@ def require_references(value: Any, field: str = "reference", item: int | None = 
     )
 
 
+def _all_plain_text(values: Sequence) -> bool:
+    """Whether every value is a str that encodes as UTF-8, checked for the whole batch in a few C
+    passes (the common case); when not, the item-by-item checks find the culprit and say where."""
+    if not all(map(isinstance, values, itertools.repeat(str))):
+        return False
+    joined = "".join(values)
+    if joined.isascii():
+        return True
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def require_batch(outputs: Any, references: Any | None) -> tuple[list[str], list[list[str]] | None]:
     """Validate a batch: same lengths, every output a string, every reference a string or list."""
     if isinstance(outputs, str) or not isinstance(outputs, Sequence):
         raise MetricInputError("outputs: expected a list of strings")
-    outs = [require_text(o, "output", i) for i, o in enumerate(outputs)]
+    if _all_plain_text(outputs):
+        outs = list(outputs)
+    else:
+        outs = [require_text(o, "output", i) for i, o in enumerate(outputs)]
     if references is None:
         return outs, None
     if isinstance(references, str) or not isinstance(references, Sequence):
@@ -69,5 +88,6 @@ def require_batch(outputs: Any, references: Any | None) -> tuple[list[str], list
         raise MetricInputError(
             f"got {len(outs)} outputs but {len(references)} references; they must pair up one to one"
         )
-    refs = [require_references(r, "reference", i) for i, r in enumerate(references)]
-    return outs, refs
+    if _all_plain_text(references):                 # one reference string per item
+        return outs, [[r] for r in references]
+    return outs, [require_references(r, "reference", i) for i, r in enumerate(references)]

@@ -85,16 +85,14 @@ class ROUGE(ReferenceMetric):
                             {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        values = self._scorer.score_values
-        return [self._results(o, r, values(o, r)) for o, r in zip(outputs, references)]
+        return self._results_from_kernel(outputs, references, self._scorer.values_many(outputs, references))
 
     def _batch_kernel(self) -> RougeKernel | None:
         return self._kernel
 
-    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: Sequence[float]) -> list:
-        width, flat = 3 * len(self.rouge_types), values.tolist()   # list slices: cheaper than an array's
-        return [self._results(o, r, flat[k * width:(k + 1) * width])
-                for k, (o, r) in enumerate(zip(outputs, references))]
+    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values) -> list:
+        """``values``: ``RougeScorer.values_many``'s array, a row per item."""
+        return list(map(self._results, outputs, references, values.tolist()))   # lists: cheaper to read than rows of an array
 
     def _empty_reason(self, output: str, references: list[str]) -> str | None:
         """Why an all-zero item is zero, when the cause is text with no tokens."""

@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Optional
 
 
-@dataclass(frozen=True)
-class Score:
-    """Precision, recall and F-measure of one ROUGE type for one item."""
+class Score(NamedTuple):
+    """Precision, recall and F-measure of one ROUGE type for one item: a named tuple, as
+    rouge-score's ``Score`` (``precision, recall, fmeasure = score`` works the same)."""
 
     precision: float
     recall: float
     fmeasure: float
-
 
 
 class Counts(NamedTuple):

@@ -1,17 +1,19 @@
-"""A picklable recipe of a RougeScorer that scores slices of a batch into flat floats: what worker
+"""A picklable recipe of a RougeScorer that scores slices of a batch into one float array: what worker
 processes run for a large batch (each builds the scorer once, and hands back one compact array)."""
 from __future__ import annotations
 
 import pickle
-from array import array
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from opik_metrics.text.rouge.scorer import RougeScorer
 
+if TYPE_CHECKING:
+    import numpy as np
+
 
 class RougeKernel:
-    """``kernel(outputs, references)``: P, R, F of each type for each item, flat, in order
-    (``RougeScorer.score_values`` item after item); references are checked lists of str."""
+    """``kernel(outputs, references)``: P, R, F of each type for each item, a row per item, in order
+    (``RougeScorer.values_many``); references are checked lists of str."""
 
     def __init__(self, rouge_types: Sequence[str], options: Mapping[str, Any]) -> None:
         self.rouge_types, self.options = tuple(rouge_types), dict(options)
@@ -31,10 +33,7 @@ class RougeKernel:
     def __reduce__(self) -> tuple:
         return (RougeKernel, (self.rouge_types, self.options))
 
-    def __call__(self, outputs: Sequence[str], references: Sequence[list[str]]) -> array:
+    def __call__(self, outputs: Sequence[str], references: Sequence[list[str]]) -> "np.ndarray":
         if self._scorer is None:
             self._scorer = RougeScorer(self.rouge_types, **self.options)
-        values, out = self._scorer.score_values, array("d")
-        for output, refs in zip(outputs, references):
-            out.extend(values(output, refs))
-        return out
+        return self._scorer.values_many(list(outputs), list(references))

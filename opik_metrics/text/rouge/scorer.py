@@ -12,7 +12,7 @@ Usage::
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, counts_to_values, pool, resolve_alpha
 from opik_metrics.text.rouge.measures import build_measure
@@ -24,9 +24,13 @@ from opik_metrics.text.tokenizers.words import make_tokenizer
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours as _package_version
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["RougeScorer", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
 MULTI_REFERENCE_MODES = ("best", "average")
+BATCH_MIN_ITEMS = 32     # below it, item by item: numpy's fixed costs outweigh what the arrays save
 
 
 def _require_str(value, what: str) -> str:
@@ -93,8 +97,10 @@ class RougeScorer:
         self.multi_reference = multi_reference
         self._fmeasure = FMeasure(self._alpha)
         self.rouge155 = rouge155
-        self._measures = [(rouge_type.name, *build_measure(rouge_type, self.wlcs_weight))
-                          for rouge_type in unique]
+        self.parsed_types: tuple = tuple(unique)
+        self.measures: list = [(rouge_type.name, *build_measure(rouge_type, self.wlcs_weight))
+                               for rouge_type in unique]
+        self._batch = None
         self._rouge155 = None
         if rouge155:
             self._rouge155 = Rouge155Engine(
@@ -118,28 +124,75 @@ class RougeScorer:
         return self._score_prepared(prepared, _reference_list(references))
 
     def score_batch(self, predictions: Sequence[str], references: Sequence) -> list:
-        """``score`` for each (prediction, references) pair; the two sequences must have equal length."""
+        """``score`` for each (prediction, references) pair; the two sequences must have equal length.
+        Large batches are counted together on arrays (``values_many``): same numbers, faster."""
         if isinstance(predictions, str) or isinstance(references, str):
             raise TypeError("score_batch takes sequences: a list of predictions and one of references")
         if len(predictions) != len(references):
             raise ValueError(
                 f"{len(predictions)} predictions but {len(references)} references: lengths must match"
             )
-        return [self.score(prediction, refs) for prediction, refs in zip(predictions, references)]
+        checked = [_require_str(p, f"predictions[{k}]") for k, p in enumerate(predictions)]
+        lists = [_reference_list(refs) for refs in references]
+        names = self.rouge_types
+        return [{name: Score(*row[3 * k:3 * k + 3]) for k, name in enumerate(names)}
+                for row in self.values_many(checked, lists).tolist()]
 
     def score_values(self, prediction: str, references: list) -> list:
         """``score`` as flat floats, P, R and F of each type in ``rouge_types`` order, for checked
         input (a str and a non-empty list of str): what the Opik metric builds its results from,
         without a Score object per type."""
-        if self._rouge155 is None and len(references) == 1:
-            tokenize, fmeasure = self._tokenizer, self._fmeasure
-            prepared, reference = PreparedText(prediction, tokenize), PreparedText(references[0], tokenize)
-            values: list = []
-            for _, measure, root in self._measures:
-                values += counts_to_values(measure(prepared, reference), fmeasure, root)
-            return values
+        if self._rouge155 is None:
+            return self.item_values(prediction, references, self.measures)
         scores = self.score(prediction, references)
         return [x for name in self.rouge_types for s in (scores[name],) for x in (s.precision, s.recall, s.fmeasure)]
+
+    def values_many(self, predictions: list, references: list) -> "np.ndarray":
+        """``score_values`` of many items as one float64 array, a row per item, identical values:
+        ROUGE-N and ROUGE-L counted for all items together on token-id arrays (``batch.py``)."""
+        import numpy as np
+
+        if self._rouge155 is not None or len(predictions) < BATCH_MIN_ITEMS:
+            out = np.zeros((len(predictions), 3 * len(self.rouge_types)))
+            for k, (prediction, refs) in enumerate(zip(predictions, references)):
+                out[k] = self.score_values(prediction, refs)
+            return out
+        if self._batch is None:
+            from opik_metrics.text.rouge.batch import BatchScorer
+
+            self._batch = BatchScorer(self)
+        return self._batch.values(predictions, references)
+
+    def item_values(self, prediction: str, references: list, measures: list) -> list:
+        """P, R, F of each of ``measures`` (``self.measures`` entries) for one checked item, in the
+        default mode."""
+        tokenize, fmeasure = self._tokenizer, self._fmeasure
+        prepared = PreparedText(prediction, tokenize)
+        values: list = []
+        if len(references) == 1:
+            reference = PreparedText(references[0], tokenize)
+            for _, measure, root in measures:
+                values += counts_to_values(measure(prepared, reference), fmeasure, root)
+            return values
+        others = [PreparedText(reference, tokenize) for reference in references]
+        for _, measure, root in measures:
+            all_counts = [measure(prepared, reference) for reference in others]
+            if self.multi_reference == "average":
+                values += counts_to_values(pool(all_counts), fmeasure, root)
+            else:
+                best = _best(counts_to_score(c, fmeasure, root) for c in all_counts)
+                values += (best.precision, best.recall, best.fmeasure)
+        return values
+
+    @property
+    def tokenizer(self):
+        """The tokenizer scoring uses (a callable ``text -> list[str]``)."""
+        return self._tokenizer
+
+    @property
+    def alpha(self):
+        """The F-measure's alpha; None for rouge-score's balanced F1."""
+        return self._alpha
 
     def _score_prepared(self, prediction: PreparedText, references: list) -> dict:
         tokenize = self._tokenizer
@@ -147,10 +200,10 @@ class RougeScorer:
         if len(references) == 1:
             reference = PreparedText(references[0], tokenize)
             return {name: counts_to_score(measure(prediction, reference), fmeasure, root)
-                    for name, measure, root in self._measures}
+                    for name, measure, root in self.measures}
         prepared = [PreparedText(reference, tokenize) for reference in references]
         result = {}
-        for name, measure, root in self._measures:
+        for name, measure, root in self.measures:
             all_counts = [measure(prediction, reference) for reference in prepared]
             if self.multi_reference == "average":
                 result[name] = counts_to_score(pool(all_counts), fmeasure, root)

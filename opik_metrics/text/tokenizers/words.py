@@ -20,6 +20,9 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _VALID_ASCII_TOKEN = re.compile(r"[a-z0-9]+\Z")
 # Same split for all-ASCII text, in C: bytes outside [a-z0-9] become spaces.
 _ASCII_SEPARATORS = bytes(c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
+# Between texts in ``DefaultTokenizer.words_of_many``: a word of its own that no text can produce.
+TEXT_SEPARATOR = "\x00"
+_KEEP_SEPARATOR = _ASCII_SEPARATORS[:1].replace(b" ", b"\x00") + _ASCII_SEPARATORS[1:]
 
 # Ideographs, Hiragana and Katakana: each character is a word of its own (no spaces in CJK text).
 _CJK_CHARS = (
@@ -138,6 +141,21 @@ class DefaultTokenizer:
     def __call__(self, text: str) -> list:
         words = rouge_score_words(text)
         return words if self._memo is None else self._memo.normalise(words)
+
+    @property
+    def word_memo(self) -> "_WordMemo | None":
+        """Word -> token ("" when dropped) under this tokenizer's stemmer / stopwords; None: words are tokens."""
+        return self._memo
+
+    def words_of_many(self, texts: list) -> "list | None":
+        """The words (before stemming and stopwords) of every text, in order, with ``TEXT_SEPARATOR``
+        between texts: one lowercase / translate / split for all of them instead of one per text.
+        None when the fast path does not apply (a text that is not ASCII once lowercased, or that
+        holds the separator): tokenise text by text then."""
+        joined = f" {TEXT_SEPARATOR} ".join(texts).lower()
+        if not joined.isascii() or joined.count(TEXT_SEPARATOR) != len(texts) - 1:
+            return None
+        return joined.encode("ascii").translate(_KEEP_SEPARATOR).decode("ascii").split()
 
 
 class UnicodeTokenizer:

@@ -1,0 +1,209 @@
+"""ROUGE-N and ROUGE-L counts of many (prediction, reference) pairs at once, in numpy.
+
+Tokens arrive as integer ids (equal ids, equal tokens). N-gram matches come from one sort per
+order: each n-gram occurrence becomes the key (n-gram, side), and a run of equal keys but for the
+side holds both sides' counts of one n-gram in one pair, whose minimum is its clipped
+matches. Each pair's keys are sorted in a row of their own (numpy sorts many short rows far
+faster than one long array). LCS lengths come from Hyyrö's bit-parallel rows (as ``lcs.py``, on 64-bit words instead
+of Python ints), one step per reference position for every pair of a chunk together. The counts
+are the per-pair engine's integers, so the scores made from them are the same floats.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+_KEY_LIMIT = 1 << 62           # keys stay below it: int64 arithmetic never overflows
+
+
+class Ragged(NamedTuple):
+    """One token-id sequence per pair, laid end to end: ``ids[starts[k]:starts[k] + lengths[k]]``."""
+
+    ids: np.ndarray        # int64, every id >= 0
+    starts: np.ndarray     # int64
+    lengths: np.ndarray    # int64
+
+    @classmethod
+    def of(cls, ids: np.ndarray, lengths: np.ndarray) -> "Ragged":
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return cls(ids, starts, lengths)
+
+    def take(self, which: np.ndarray) -> "Ragged":
+        """The sequences ``which`` (indices, repeats allowed), in that order."""
+        lengths = self.lengths[which]
+        total = int(lengths.sum())
+        new_starts = np.zeros(len(which), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=new_starts[1:])
+        # position t of the result reads old index starts[which[k]] + (t - new_starts[k])
+        index = np.arange(total, dtype=np.int64) + np.repeat(self.starts[which] - new_starts, lengths)
+        return Ragged(self.ids[index], new_starts, lengths)
+
+    def owners(self) -> np.ndarray:
+        """For every position of ``ids``, the index of its sequence."""
+        return np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
+
+    def offsets(self) -> np.ndarray:
+        """For every position of ``ids``, its position within its sequence."""
+        return np.arange(len(self.ids), dtype=np.int64) - np.repeat(self.starts, self.lengths)
+
+
+POSITION_BITS = 9                      # a token's position in its text fits in 9 bits
+LONGEST = (1 << POSITION_BITS) // 2    # tokens: a pair with a longer text is not for these arrays
+BLOCK_PAIRS = 1024                     # pairs of similar length sorted and stepped together
+
+
+def _gram_codes(tokens: Ragged, n: int, bound: int) -> tuple:
+    """(codes, owners, offsets, code bound) of every n-gram of every sequence: equal codes, equal
+    n-grams; codes are renumbered densely when the next factor could overflow a key."""
+    owners, offsets = tokens.owners(), tokens.offsets()
+    if n == 1:
+        return tokens.ids, owners, offsets, bound
+    first = np.flatnonzero(offsets + n <= tokens.lengths[owners])     # n-grams that end in their sequence
+    codes, code_bound = tokens.ids[first], bound
+    for k in range(1, n):
+        if code_bound * bound * 2 >= _KEY_LIMIT:
+            _, codes = np.unique(codes, return_inverse=True)
+            codes = codes.reshape(-1).astype(np.int64)
+            code_bound = int(codes.max()) + 1 if codes.size else 1
+        codes = codes * bound + tokens.ids[first + k]
+        code_bound *= bound
+    return codes, owners[first], offsets[first], code_bound
+
+
+class _SortedRows(NamedTuple):
+    """Every pair's n-gram keys, prediction's and reference's, in one row each, sorted; flat."""
+
+    keys: np.ndarray      # (pairs * width,), rows padded with the all-ones key
+    width: int
+    shift: int            # key >> shift is the n-gram code; bit shift - 1 the side (1: reference)
+    new: np.ndarray       # bool: first entry of a run of one n-gram in one row
+    starts: np.ndarray    # index of every run's first entry
+    predicted: np.ndarray  # per run: entries from the prediction
+    referenced: np.ndarray  # per run: entries from the reference
+
+
+def _sorted_rows(prediction: Ragged, reference: Ragged, n: int, bound: int, with_positions: bool) -> _SortedRows:
+    """Keys ``code << shift | side << (shift - 1) [| position]``, one row per pair, each row sorted:
+    many short sorts, far faster in numpy than one long one."""
+    pairs = len(prediction.lengths)
+    both = Ragged.of(np.concatenate([prediction.ids, reference.ids]),
+                     np.concatenate([prediction.lengths, reference.lengths]))
+    codes, owners, offsets, code_bound = _gram_codes(both, n, bound)
+    side = (owners >= pairs).astype(np.int64)
+    pair = owners - side * pairs
+    shift = POSITION_BITS + 1 if with_positions else 1
+    keys = (codes << shift) | (side << (shift - 1))
+    if with_positions:
+        keys |= offsets
+    grams = np.maximum(np.concatenate([prediction.lengths, reference.lengths]) - (n - 1), 0)
+    columns = offsets + side * grams[pair]
+    width = max(int((grams[:pairs] + grams[pairs:]).max()), 1)
+    dtype = np.int32 if (code_bound << shift) < (1 << 31) else np.int64
+    padding = np.iinfo(dtype).max
+    rows = np.full((pairs, width), padding, dtype=dtype)
+    rows[pair, columns] = keys
+    rows.sort(axis=1)
+    flat = rows.reshape(-1)
+    grams_of = flat >> shift
+    new = np.empty(len(flat), dtype=bool)
+    new[:1] = True
+    np.not_equal(grams_of[1:], grams_of[:-1], out=new[1:])
+    new[::width] = True
+    starts = np.flatnonzero(new)
+    referenced = np.add.reduceat((flat >> (shift - 1)) & 1, starts).astype(np.int64)
+    predicted = np.diff(starts, append=len(flat)) - referenced     # padding counts as reference: no match
+    return _SortedRows(flat, width, shift, new, starts, predicted, referenced)
+
+
+def _clipped(rows: _SortedRows, pairs: int) -> np.ndarray:
+    """Per pair, the sum over n-grams of min(count in prediction, count in reference)."""
+    matched = np.minimum(rows.predicted, rows.referenced)
+    return np.bincount(rows.starts // rows.width, weights=matched, minlength=pairs).astype(np.int64)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):                  # numpy >= 2.0
+        return np.bitwise_count(words).astype(np.int64)
+    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+    return table[words.view(np.uint8).reshape(*words.shape, 8)].sum(axis=-1)
+
+
+def _lcs(rows: _SortedRows, prediction: Ragged, reference: Ragged) -> np.ndarray:
+    """LCS length of each pair from its sorted unigram row (keys with positions): Hyyrö's rows over
+    the prediction's positions, one 64-bit word per 64 of them, stepped by every reference token of
+    every pair at once."""
+    pairs = len(prediction.lengths)
+    flat, shift = rows.keys, rows.shift
+    positions = (flat & ((1 << POSITION_BITS) - 1)).astype(np.int64)
+    is_reference = ((flat >> (shift - 1)) & 1).astype(bool)
+    run = np.cumsum(rows.new) - 1
+    readers = np.flatnonzero(is_reference & (rows.predicted > 0)[run])   # padding runs have none
+    writers = np.flatnonzero(~is_reference)
+    words = max((int(prediction.lengths.max()) + 63) // 64, 1)
+    steps = int(reference.lengths.max()) if pairs else 0
+    matches = np.zeros((steps, words, pairs), dtype=np.uint64)
+    reader_pair, reader_step, reader_run = readers // rows.width, positions[readers], run[readers]
+    writer_word = positions[writers] >> 6
+    writer_bit = np.left_shift(np.uint64(1), (positions[writers] & 63).astype(np.uint64))
+    for word in range(words):
+        bits = np.zeros(len(flat), dtype=np.uint64)
+        mine = writer_word == word
+        bits[writers[mine]] = writer_bit[mine]
+        run_bits = np.bitwise_or.reduceat(bits, rows.starts)
+        matches[reader_step, word, reader_pair] = run_bits[reader_run]
+    lengths = prediction.lengths
+    ones = np.zeros((words, pairs), dtype=np.uint64)
+    for word in range(words):
+        filled = np.clip(lengths - 64 * word, 0, 64).astype(np.uint64)
+        ones[word] = np.where(filled == 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                              np.left_shift(np.uint64(1), np.minimum(filled, np.uint64(63))) - np.uint64(1))
+    row = ones.copy()
+    low = np.empty(pairs, dtype=np.uint64)
+    total = np.empty(pairs, dtype=np.uint64)
+    if words == 1:
+        current = row[0]
+        for step in range(steps):
+            np.bitwise_and(current, matches[step, 0], out=low)
+            np.add(current, low, out=total)
+            np.subtract(current, low, out=current)
+            np.bitwise_or(current, total, out=current)
+    else:
+        for step in range(steps):
+            carry = np.zeros(pairs, dtype=np.uint64)
+            for word in range(words):
+                current = row[word]
+                np.bitwise_and(current, matches[step, word], out=low)
+                np.add(current, low, out=total)
+                overflow = total < current
+                np.add(total, carry, out=total)
+                overflow |= total < carry
+                np.subtract(current, low, out=current)
+                np.bitwise_or(current, total, out=current)
+                carry = overflow.astype(np.uint64)
+    return lengths - _popcount(row & ones).sum(axis=0)
+
+
+def pair_counts(prediction: Ragged, reference: Ragged, bound: int, orders: tuple, lcs: bool) -> dict:
+    """Per pair: clipped n-gram matches for each of ``orders`` (key n) and the LCS length (key
+    "lcs"), ids below ``bound``, every text at most ``LONGEST`` tokens. Pairs are taken in blocks of
+    similar length, so that little of a block's rows is padding."""
+    pairs = len(prediction.lengths)
+    out = {key: np.zeros(pairs, dtype=np.int64) for key in (*orders, *(("lcs",) if lcs else ()))}
+    order = np.argsort(prediction.lengths + reference.lengths, kind="stable")
+    for start in range(0, pairs, BLOCK_PAIRS):
+        block = order[start:start + BLOCK_PAIRS]
+        p, r = prediction.take(block), reference.take(block)
+        if not p.ids.size or not r.ids.size:
+            continue                                   # no token on a side: every count is 0
+        for n in orders:
+            if n == 1 and lcs:
+                continue
+            out[n][block] = _clipped(_sorted_rows(p, r, n, bound, False), len(block))
+        if lcs:
+            rows = _sorted_rows(p, r, 1, bound, True)
+            out["lcs"][block] = _lcs(rows, p, r)
+            if 1 in out:
+                out[1][block] = _clipped(rows, len(block))
+    return out
