@@ -27,23 +27,24 @@ def _ragged(sequences: list) -> Ragged:
 def test_hand_worked_counts():
     # prediction 1 2 1 3, reference 1 1 2: unigrams min(2,2) for 1 + min(1,1) for 2 = 3; bigrams
     # (1,2) (2,1) (1,3) against (1,1) (1,2): 1; LCS "1 2" or "1 1": 2. Second pair: nothing shared.
-    counts = pair_counts(_ragged([[1, 2, 1, 3], [4]]), _ragged([[1, 1, 2], [5, 5]]), 6, (1, 2), True)
+    counts = pair_counts(_ragged([[1, 2, 1, 3], [4]]), _ragged([[1, 1, 2], [5, 5]]), (1, 2), True)
     assert counts[1].tolist() == [3, 0] and counts[2].tolist() == [1, 0] and counts["lcs"].tolist() == [2, 0]
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_array_counts_equal_python_counts(seed):
     """Every length class: one 64-bit word and several (63/64/65/130/256 tokens), empty sides,
-    tiny and large vocabularies, n up to 9 (codes renumbered when keys would overflow), and
-    more pairs than one block."""
+    tiny and large vocabularies, ids of any size, n up to 9 (codes renumbered when keys would
+    overflow), and more pairs than one block."""
     rng = random.Random(seed)
     pairs = rng.choice([1, 7, 40, arrays.BLOCK_PAIRS + 3])
     vocabulary = rng.choice([1, 3, 30, 5000])
+    spread = rng.choice([1, 2 ** 40 + 7, -(2 ** 50) - 3])     # ids of any size and sign: renumbered pair by pair
     longest = rng.choice([0, 3, 63, 64, 65, 130, arrays.LONGEST])
     predictions = [[rng.randrange(vocabulary) for _ in range(rng.randint(0, longest))] for _ in range(pairs)]
     references = [[rng.randrange(vocabulary) for _ in range(rng.randint(0, longest))] for _ in range(pairs)]
-    bound = vocabulary if seed % 2 else 10 ** 9            # a huge bound forces the renumbering
-    counts = pair_counts(_ragged(predictions), _ragged(references), bound, (1, 2, 3, 9), True)
+    counts = pair_counts(_ragged([[spread * t for t in p] for p in predictions]),
+                         _ragged([[spread * t for t in r] for r in references]), (1, 2, 3, 9), True)
     for n in (1, 2, 3, 9):
         assert counts[n].tolist() == [clipped_overlap(ngram_counts(p, n), ngram_counts(r, n))
                                       for p, r in zip(predictions, references)], n

@@ -1,6 +1,6 @@
 """ROUGE-N and ROUGE-L counts of many (prediction, reference) pairs at once, in numpy.
 
-Tokens arrive as integer ids (equal ids, equal tokens). N-gram matches come from one sort per
+Tokens arrive as integer ids (equal ids, equal tokens), renumbered pair by pair to small ones. N-gram matches come from one sort per
 order: each n-gram occurrence becomes the key (n-gram, side), and a run of equal keys but for the
 side holds both sides' counts of one n-gram in one pair, whose minimum is its clipped
 matches. Each pair's keys are sorted in a row of their own (numpy sorts many short rows far
@@ -51,7 +51,7 @@ class Ragged(NamedTuple):
 
 POSITION_BITS = 9                      # a token's position in its text fits in 9 bits
 LONGEST = (1 << POSITION_BITS) // 2    # tokens: a pair with a longer text is not for these arrays
-BLOCK_PAIRS = 1024                     # pairs of similar length sorted and stepped together
+BLOCK_PAIRS = 512                     # pairs of similar length sorted and stepped together
 
 
 def _gram_codes(tokens: Ragged, n: int, bound: int) -> tuple:
@@ -169,34 +169,64 @@ def _lcs(rows: _SortedRows, prediction: Ragged, reference: Ragged) -> np.ndarray
             np.add(current, low, out=total)
             np.subtract(current, low, out=current)
             np.bitwise_or(current, total, out=current)
-    else:
+    else:                                     # several words: the sum's carry runs word to word
+        carry = np.empty(pairs, dtype=np.uint64)
+        wrapped = np.empty(pairs, dtype=bool)
+        carried = np.empty(pairs, dtype=bool)
         for step in range(steps):
-            carry = np.zeros(pairs, dtype=np.uint64)
+            carry.fill(0)
             for word in range(words):
                 current = row[word]
                 np.bitwise_and(current, matches[step, word], out=low)
                 np.add(current, low, out=total)
-                overflow = total < current
+                np.less(total, current, out=wrapped)
                 np.add(total, carry, out=total)
-                overflow |= total < carry
+                np.less(total, carry, out=carried)
                 np.subtract(current, low, out=current)
                 np.bitwise_or(current, total, out=current)
-                carry = overflow.astype(np.uint64)
+                np.logical_or(wrapped, carried, out=wrapped)
+                np.copyto(carry, wrapped, casting="unsafe")
     return lengths - _popcount(row & ones).sum(axis=0)
 
 
-def pair_counts(prediction: Ragged, reference: Ragged, bound: int, orders: tuple, lcs: bool) -> dict:
+def _renumbered(prediction: Ragged, reference: Ragged) -> tuple:
+    """Both sides' ids replaced by their rank among the pair's distinct ids (one sorted row a pair):
+    small ids, whatever the tokens' ids were, so that every key below fits in 32 bits."""
+    pairs = len(prediction.lengths)
+    both = np.concatenate([prediction.ids, reference.ids])
+    owners = np.concatenate([prediction.owners(), reference.owners()])
+    columns = np.concatenate([prediction.offsets(), reference.offsets() + np.repeat(prediction.lengths,
+                                                                                       reference.lengths)])
+    width = max(int((prediction.lengths + reference.lengths).max()), 1)
+    rows = np.full((pairs, width), np.iinfo(np.int64).max, dtype=np.int64)
+    rows[owners, columns] = both
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, axis=1)
+    new = np.ones((pairs, width), dtype=np.int32)
+    np.not_equal(ordered[:, 1:], ordered[:, :-1], out=new[:, 1:], casting="unsafe")
+    ranks = np.empty_like(new)
+    np.put_along_axis(ranks, order, np.cumsum(new, axis=1, dtype=np.int32), axis=1)
+    numbered = ranks[owners, columns].astype(np.int64)
+    cut = len(prediction.ids)
+    return (Ragged(numbered[:cut], prediction.starts, prediction.lengths),
+            Ragged(numbered[cut:], reference.starts, reference.lengths), width + 1)
+
+
+def pair_counts(prediction: Ragged, reference: Ragged, orders: tuple, lcs: bool) -> dict:
     """Per pair: clipped n-gram matches for each of ``orders`` (key n) and the LCS length (key
-    "lcs"), ids below ``bound``, every text at most ``LONGEST`` tokens. Pairs are taken in blocks of
-    similar length, so that little of a block's rows is padding."""
+    "lcs"); equal ids are equal tokens, every text at most ``LONGEST`` tokens. Pairs are taken in
+    blocks of similar lengths, so that little of a block's work is padding."""
     pairs = len(prediction.lengths)
     out = {key: np.zeros(pairs, dtype=np.int64) for key in (*orders, *(("lcs",) if lcs else ()))}
-    order = np.argsort(prediction.lengths + reference.lengths, kind="stable")
+    # blocks of pairs alike in what the LCS steps cost (64-bit words of the prediction, then
+    # reference tokens), which also keeps each block's rows of n-grams about equally long
+    order = np.argsort((prediction.lengths + 63) // 64 * (LONGEST + 1) + reference.lengths, kind="stable")
     for start in range(0, pairs, BLOCK_PAIRS):
         block = order[start:start + BLOCK_PAIRS]
         p, r = prediction.take(block), reference.take(block)
         if not p.ids.size or not r.ids.size:
             continue                                   # no token on a side: every count is 0
+        p, r, bound = _renumbered(p, r)
         for n in orders:
             if n == 1 and lcs:
                 continue

@@ -71,7 +71,7 @@ class BatchScorer:
             texts = list(predictions)
             for refs in references:
                 texts += refs
-            tokens, bound = token_ids(scorer.tokenizer, texts)
+            tokens = token_ids(scorer.tokenizer, texts)
             items = len(predictions)
             # pair k: item item_of[k]'s prediction against one of its references, item after item
             item_of = np.repeat(np.arange(items), ref_counts)
@@ -82,7 +82,7 @@ class BatchScorer:
             per_item = np.flatnonzero(too_long).tolist()
             pairs = np.flatnonzero(~too_long[item_of])
             if len(pairs):
-                self._array_values(tokens, bound, item_of[pairs], items + pairs, ref_counts, too_long, out)
+                self._array_values(tokens, item_of[pairs], items + pairs, ref_counts, too_long, out)
         for k in per_item:   # every type of these items, by the per-item engine
             out[k] = scorer.score_values(predictions[k], references[k])
         if self._other_measures:
@@ -93,7 +93,7 @@ class BatchScorer:
                 if k not in skip:
                     out[k, columns] = scorer.item_values(prediction, refs, rest)
 
-    def _array_values(self, tokens, bound: int, item_of: np.ndarray, reference_texts: np.ndarray,
+    def _array_values(self, tokens, item_of: np.ndarray, reference_texts: np.ndarray,
                       ref_counts: np.ndarray, too_long: np.ndarray, out: np.ndarray) -> None:
         """Fill the array types' columns of every item that is not too long."""
         scorer = self._scorer
@@ -105,7 +105,7 @@ class BatchScorer:
         first = np.zeros(len(items), dtype=np.int64)
         np.cumsum(ref_counts[items][:-1], out=first[1:])
         orders = tuple(sorted({t.n for _, t in self._array_columns if t.kind == NGRAM}))
-        counts = pair_counts(prediction, reference, bound, orders, any(t.kind == LCS for _, t in self._array_columns))
+        counts = pair_counts(prediction, reference, orders, any(t.kind == LCS for _, t in self._array_columns))
         for column, rouge_type in self._array_columns:
             if rouge_type.kind == LCS:
                 hits, predicted, referenced = counts["lcs"], prediction.lengths, reference.lengths

@@ -147,15 +147,21 @@ class DefaultTokenizer:
         """Word -> token ("" when dropped) under this tokenizer's stemmer / stopwords; None: words are tokens."""
         return self._memo
 
-    def words_of_many(self, texts: list) -> "list | None":
-        """The words (before stemming and stopwords) of every text, in order, with ``TEXT_SEPARATOR``
-        between texts: one lowercase / translate / split for all of them instead of one per text.
-        None when the fast path does not apply (a text that is not ASCII once lowercased, or that
-        holds the separator): tokenise text by text then."""
+    def ascii_of_many(self, texts: list) -> "bytes | None":
+        """Every text lowercased with each character outside ``[a-z0-9]`` made a space, texts joined
+        with `` TEXT_SEPARATOR `` (a word of its own that no text can produce), in one pass for all of
+        them. None when a text is not ASCII once lowercased or holds the separator: tokenise text by
+        text then."""
         joined = f" {TEXT_SEPARATOR} ".join(texts).lower()
         if not joined.isascii() or joined.count(TEXT_SEPARATOR) != len(texts) - 1:
             return None
-        return joined.encode("ascii").translate(_KEEP_SEPARATOR).decode("ascii").split()
+        return joined.encode("ascii").translate(_KEEP_SEPARATOR)
+
+    def words_of_many(self, texts: list) -> "list | None":
+        """The words (before stemming and stopwords) of every text, in order, with ``TEXT_SEPARATOR``
+        between texts (see ``ascii_of_many``); None when the fast path does not apply."""
+        joined = self.ascii_of_many(texts)
+        return None if joined is None else joined.decode("ascii").split()
 
 
 class UnicodeTokenizer:
