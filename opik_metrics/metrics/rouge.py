@@ -85,7 +85,7 @@ class ROUGE(ReferenceMetric):
                             {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        return self._results_from_kernel(outputs, references, self._scorer.values_many(outputs, references))
+        return list(map(self._results, outputs, references, self._scorer.rows_many(outputs, references)))
 
     def _batch_kernel(self) -> RougeKernel | None:
         return self._kernel

@@ -78,7 +78,7 @@ def test_mistakes_are_one_line_errors(tmp_path, capsys, args, message):
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-HEAVY = ("torch", "transformers", "opik", "nltk", "bert_score", "pyarrow", "ray")
+HEAVY = ("torch", "transformers", "opik", "nltk", "bert_score", "pyarrow", "ray", "numpy")
 
 
 @pytest.mark.parametrize("extra", [[], ["--input"]])

@@ -113,9 +113,21 @@ def test_values_many_equal_score_values(options):
 
 
 def test_values_many_across_chunks(monkeypatch):
-    monkeypatch.setattr(batch, "CHUNK_ITEMS", 64)
+    """Chunks are cut by pairs: an item with many references counts for each (and a chunk holds at
+    least one item, however many references it has)."""
+    monkeypatch.setattr(batch, "CHUNK_PAIRS", 64)
     predictions, references = realistic_pairs(300, seed=29)
     scorer = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True)
-    lists = [[r] for r in references]
+    lists = [[r] if k % 7 else references[k:k + 1 + k % 90] for k, r in enumerate(references)]
+    lists[3] = references[:100]                  # more references than a chunk's pairs
     got = scorer.values_many(predictions, lists)
     assert (got == np.array([scorer.score_values(p, r) for p, r in zip(predictions, lists)])).all()
+
+
+def test_values_many_checks_its_input():
+    scorer = RougeScorer(("rouge1",))
+    for count in (1, 150):                      # item by item and on arrays alike
+        with pytest.raises(ValueError, match=r"references\[0\] is empty"):
+            scorer.values_many(["a b"] * count, [[]] + [["a b"]] * (count - 1))
+        with pytest.raises(ValueError, match="lengths must match"):
+            scorer.values_many(["a b"] * count, [["a b"]] * (count + 1))

@@ -17,7 +17,7 @@ from opik_metrics.text.rouge.types import LCS, NGRAM
 if TYPE_CHECKING:
     from opik_metrics.text.rouge.scorer import RougeScorer
 
-CHUNK_ITEMS = 4096      # items tokenised and counted together: arrays of a few MB
+CHUNK_PAIRS = 4096      # (prediction, reference) pairs tokenised and counted together: arrays of a few MB
 ARRAY_KINDS = (NGRAM, LCS)
 
 
@@ -58,9 +58,14 @@ class BatchScorer:
     def values(self, predictions: list, references: list) -> np.ndarray:
         """``references[i]``: a non-empty list of str (checked by the caller)."""
         out = np.zeros((len(predictions), 3 * len(self._scorer.parsed_types)))
-        for start in range(0, len(predictions), CHUNK_ITEMS):
-            stop = min(len(predictions), start + CHUNK_ITEMS)
+        # chunks of about CHUNK_PAIRS pairs (an item with many references counts for each), at least one item
+        pairs = np.cumsum(np.fromiter(map(len, references), dtype=np.int64, count=len(references)))
+        start = 0
+        while start < len(predictions):
+            done = int(pairs[start - 1]) if start else 0
+            stop = max(int(np.searchsorted(pairs, done + CHUNK_PAIRS, side="right")), start + 1)
             self._chunk(predictions[start:stop], references[start:stop], out[start:stop])
+            start = stop
         return out
 
     def _chunk(self, predictions: list, references: list, out: np.ndarray) -> None:

@@ -136,7 +136,7 @@ class RougeScorer:
         lists = [_reference_list(refs) for refs in references]
         names = self.rouge_types
         return [{name: Score(*row[3 * k:3 * k + 3]) for k, name in enumerate(names)}
-                for row in self.values_many(checked, lists).tolist()]
+                for row in self.rows_many(checked, lists)]
 
     def score_values(self, prediction: str, references: list) -> list:
         """``score`` as flat floats, P, R and F of each type in ``rouge_types`` order, for checked
@@ -152,6 +152,11 @@ class RougeScorer:
         ROUGE-N and ROUGE-L counted for all items together on token-id arrays (``batch.py``)."""
         import numpy as np
 
+        if len(predictions) != len(references):
+            raise ValueError(f"{len(predictions)} predictions but {len(references)} reference lists: lengths must match")
+        if not all(references):
+            empty = next(k for k, refs in enumerate(references) if not refs)
+            raise ValueError(f"references[{empty}] is empty: give at least one reference text")
         if self._rouge155 is not None or len(predictions) < BATCH_MIN_ITEMS:
             out = np.zeros((len(predictions), 3 * len(self.rouge_types)))
             for k, (prediction, refs) in enumerate(zip(predictions, references)):
@@ -162,6 +167,13 @@ class RougeScorer:
 
             self._batch = BatchScorer(self)
         return self._batch.values(predictions, references)
+
+    def rows_many(self, predictions: list, references: list) -> list:
+        """``values_many`` as a list of rows (lists of float); a small batch never imports numpy
+        (what a short command-line run would pay for nothing)."""
+        if self._rouge155 is not None or len(predictions) < BATCH_MIN_ITEMS:
+            return [self.score_values(prediction, refs) for prediction, refs in zip(predictions, references)]
+        return self.values_many(predictions, references).tolist()
 
     def item_values(self, prediction: str, references: list, measures: list) -> list:
         """P, R, F of each of ``measures`` (``self.measures`` entries) for one checked item, in the
