@@ -60,16 +60,7 @@ def require_references(value: Any, field: str = "reference", item: int | None = 
 def _all_plain_text(values: Sequence) -> bool:
     """Whether every value is a str that encodes as UTF-8, checked for the whole batch in a few C
     passes (the common case); when not, the item-by-item checks find the culprit and say where."""
-    if not all(map(isinstance, values, itertools.repeat(str))):
-        return False
-    joined = "".join(values)
-    if joined.isascii():
-        return True
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return all(map(isinstance, values, itertools.repeat(str))) and utf8_problem("".join(values)) is None
 
 
 def require_batch(outputs: Any, references: Any | None) -> tuple[list[str], list[list[str]] | None]:

@@ -84,26 +84,31 @@ class _SortedRows(NamedTuple):
     referenced: np.ndarray  # per run: entries from the reference
 
 
-def _sorted_rows(prediction: Ragged, reference: Ragged, n: int, bound: int, with_positions: bool) -> _SortedRows:
+def _rows(values: np.ndarray, owners: np.ndarray, offsets: np.ndarray, counts: np.ndarray, pairs: int,
+          dtype) -> tuple:
+    """(rows, pair, columns): the values of sequence k (prediction k, then reference k as sequence
+    ``pairs + k``), ``counts[k]`` of them, laid out in row k mod ``pairs`` (the prediction's first),
+    padded with the dtype's largest value, which sorts last."""
+    side = owners >= pairs
+    pair = owners - side * pairs
+    columns = offsets + side * counts[pair]
+    width = max(int((counts[:pairs] + counts[pairs:]).max()), 1)
+    rows = np.full((pairs, width), np.iinfo(dtype).max, dtype=dtype)
+    rows[pair, columns] = values
+    return rows, pair, columns
+
+
+def _sorted_rows(both: Ragged, pairs: int, n: int, bound: int, with_positions: bool) -> _SortedRows:
     """Keys ``code << shift | side << (shift - 1) [| position]``, one row per pair, each row sorted:
     many short sorts, far faster in numpy than one long one."""
-    pairs = len(prediction.lengths)
-    both = Ragged.of(np.concatenate([prediction.ids, reference.ids]),
-                     np.concatenate([prediction.lengths, reference.lengths]))
     codes, owners, offsets, code_bound = _gram_codes(both, n, bound)
-    side = (owners >= pairs).astype(np.int64)
-    pair = owners - side * pairs
     shift = POSITION_BITS + 1 if with_positions else 1
-    keys = (codes << shift) | (side << (shift - 1))
+    keys = (codes << shift) | ((owners >= pairs).astype(np.int64) << (shift - 1))
     if with_positions:
         keys |= offsets
-    grams = np.maximum(np.concatenate([prediction.lengths, reference.lengths]) - (n - 1), 0)
-    columns = offsets + side * grams[pair]
-    width = max(int((grams[:pairs] + grams[pairs:]).max()), 1)
     dtype = np.int32 if (code_bound << shift) < (1 << 31) else np.int64
-    padding = np.iinfo(dtype).max
-    rows = np.full((pairs, width), padding, dtype=dtype)
-    rows[pair, columns] = keys
+    rows, _, _ = _rows(keys, owners, offsets, np.maximum(both.lengths - (n - 1), 0), pairs, dtype)
+    width = rows.shape[1]
     rows.sort(axis=1)
     flat = rows.reshape(-1)
     grams_of = flat >> shift
@@ -130,19 +135,19 @@ def _popcount(words: np.ndarray) -> np.ndarray:
     return table[words.view(np.uint8).reshape(*words.shape, 8)].sum(axis=-1)
 
 
-def _lcs(rows: _SortedRows, prediction: Ragged, reference: Ragged) -> np.ndarray:
+def _lcs(rows: _SortedRows, both: Ragged, pairs: int) -> np.ndarray:
     """LCS length of each pair from its sorted unigram row (keys with positions): Hyyrö's rows over
     the prediction's positions, one 64-bit word per 64 of them, stepped by every reference token of
     every pair at once."""
-    pairs = len(prediction.lengths)
+    lengths = both.lengths[:pairs]
     flat, shift = rows.keys, rows.shift
     positions = (flat & ((1 << POSITION_BITS) - 1)).astype(np.int64)
     is_reference = ((flat >> (shift - 1)) & 1).astype(bool)
     run = np.cumsum(rows.new) - 1
     readers = np.flatnonzero(is_reference & (rows.predicted > 0)[run])   # padding runs have none
     writers = np.flatnonzero(~is_reference)
-    words = max((int(prediction.lengths.max()) + 63) // 64, 1)
-    steps = int(reference.lengths.max()) if pairs else 0
+    words = max((int(lengths.max()) + 63) // 64, 1)
+    steps = int(both.lengths[pairs:].max())
     matches = np.zeros((steps, words, pairs), dtype=np.uint64)
     reader_pair, reader_step, reader_run = readers // rows.width, positions[readers], run[readers]
     writer_word = positions[writers] >> 6
@@ -153,7 +158,6 @@ def _lcs(rows: _SortedRows, prediction: Ragged, reference: Ragged) -> np.ndarray
         bits[writers[mine]] = writer_bit[mine]
         run_bits = np.bitwise_or.reduceat(bits, rows.starts)
         matches[reader_step, word, reader_pair] = run_bits[reader_run]
-    lengths = prediction.lengths
     ones = np.zeros((words, pairs), dtype=np.uint64)
     for word in range(words):
         filled = np.clip(lengths - 64 * word, 0, 64).astype(np.uint64)
@@ -190,26 +194,20 @@ def _lcs(rows: _SortedRows, prediction: Ragged, reference: Ragged) -> np.ndarray
 
 
 def _renumbered(prediction: Ragged, reference: Ragged) -> tuple:
-    """Both sides' ids replaced by their rank among the pair's distinct ids (one sorted row a pair):
-    small ids, whatever the tokens' ids were, so that every key below fits in 32 bits."""
+    """(both sides as one Ragged, predictions first, a bound above every id): each id replaced by
+    its rank among the pair's distinct ids (one sorted row a pair), small whatever the tokens' ids
+    were, so that every key below fits in 32 bits."""
     pairs = len(prediction.lengths)
-    both = np.concatenate([prediction.ids, reference.ids])
-    owners = np.concatenate([prediction.owners(), reference.owners()])
-    columns = np.concatenate([prediction.offsets(), reference.offsets() + np.repeat(prediction.lengths,
-                                                                                       reference.lengths)])
-    width = max(int((prediction.lengths + reference.lengths).max()), 1)
-    rows = np.full((pairs, width), np.iinfo(np.int64).max, dtype=np.int64)
-    rows[owners, columns] = both
+    both = Ragged.of(np.concatenate([prediction.ids, reference.ids]),
+                     np.concatenate([prediction.lengths, reference.lengths]))
+    rows, pair, columns = _rows(both.ids, both.owners(), both.offsets(), both.lengths, pairs, np.int64)
     order = np.argsort(rows, axis=1)
     ordered = np.take_along_axis(rows, order, axis=1)
-    new = np.ones((pairs, width), dtype=np.int32)
+    new = np.ones(rows.shape, dtype=np.int32)
     np.not_equal(ordered[:, 1:], ordered[:, :-1], out=new[:, 1:], casting="unsafe")
     ranks = np.empty_like(new)
     np.put_along_axis(ranks, order, np.cumsum(new, axis=1, dtype=np.int32), axis=1)
-    numbered = ranks[owners, columns].astype(np.int64)
-    cut = len(prediction.ids)
-    return (Ragged(numbered[:cut], prediction.starts, prediction.lengths),
-            Ragged(numbered[cut:], reference.starts, reference.lengths), width + 1)
+    return both._replace(ids=ranks[pair, columns].astype(np.int64)), rows.shape[1] + 1
 
 
 def pair_counts(prediction: Ragged, reference: Ragged, orders: tuple, lcs: bool) -> dict:
@@ -226,14 +224,14 @@ def pair_counts(prediction: Ragged, reference: Ragged, orders: tuple, lcs: bool)
         p, r = prediction.take(block), reference.take(block)
         if not p.ids.size or not r.ids.size:
             continue                                   # no token on a side: every count is 0
-        p, r, bound = _renumbered(p, r)
+        both, bound = _renumbered(p, r)
         for n in orders:
             if n == 1 and lcs:
                 continue
-            out[n][block] = _clipped(_sorted_rows(p, r, n, bound, False), len(block))
+            out[n][block] = _clipped(_sorted_rows(both, len(block), n, bound, False), len(block))
         if lcs:
-            rows = _sorted_rows(p, r, 1, bound, True)
-            out["lcs"][block] = _lcs(rows, p, r)
+            rows = _sorted_rows(both, len(block), 1, bound, True)
+            out["lcs"][block] = _lcs(rows, both, len(block))
             if 1 in out:
                 out[1][block] = _clipped(rows, len(block))
     return out

@@ -56,47 +56,43 @@ class BatchScorer:
                                 if scorer.parsed_types[column].kind not in ARRAY_KINDS]
 
     def values(self, predictions: list, references: list) -> np.ndarray:
-        """``references[i]``: a non-empty list of str (checked by the caller)."""
+        """``references[i]``: a non-empty list of str (checked by the caller); at least one type
+        asked for is ROUGE-N or ROUGE-L."""
         out = np.zeros((len(predictions), 3 * len(self._scorer.parsed_types)))
+        ref_counts = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
         # chunks of about CHUNK_PAIRS pairs (an item with many references counts for each), at least one item
-        pairs = np.cumsum(np.fromiter(map(len, references), dtype=np.int64, count=len(references)))
+        pairs = np.cumsum(ref_counts)
         start = 0
         while start < len(predictions):
             done = int(pairs[start - 1]) if start else 0
             stop = max(int(np.searchsorted(pairs, done + CHUNK_PAIRS, side="right")), start + 1)
-            self._chunk(predictions[start:stop], references[start:stop], out[start:stop])
+            self._chunk(predictions[start:stop], references[start:stop], ref_counts[start:stop], out[start:stop])
             start = stop
         return out
 
-    def _chunk(self, predictions: list, references: list, out: np.ndarray) -> None:
+    def _chunk(self, predictions: list, references: list, ref_counts: np.ndarray, out: np.ndarray) -> None:
         scorer = self._scorer
-        per_item = list(range(len(predictions))) if not self._array_columns else []
-        if self._array_columns:
-            ref_counts = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
-            texts = list(predictions)
-            for refs in references:
-                texts += refs
-            tokens = token_ids(scorer.tokenizer, texts)
-            items = len(predictions)
-            # pair k: item item_of[k]'s prediction against one of its references, item after item
-            item_of = np.repeat(np.arange(items), ref_counts)
-            lengths = tokens.lengths
-            too_long = np.zeros(items, dtype=bool)
-            np.logical_or.at(too_long, item_of, lengths[items:] > LONGEST)
-            too_long |= lengths[:items] > LONGEST
-            per_item = np.flatnonzero(too_long).tolist()
-            pairs = np.flatnonzero(~too_long[item_of])
-            if len(pairs):
-                self._array_values(tokens, item_of[pairs], items + pairs, ref_counts, too_long, out)
-        for k in per_item:   # every type of these items, by the per-item engine
+        texts = list(predictions)
+        for refs in references:
+            texts += refs
+        tokens = token_ids(scorer.tokenizer, texts)
+        items = len(predictions)
+        # pair k: item item_of[k]'s prediction against one of its references, item after item
+        item_of = np.repeat(np.arange(items), ref_counts)
+        lengths = tokens.lengths
+        too_long = np.zeros(items, dtype=bool)
+        np.logical_or.at(too_long, item_of, lengths[items:] > LONGEST)
+        too_long |= lengths[:items] > LONGEST
+        pairs = np.flatnonzero(~too_long[item_of])
+        if len(pairs):
+            self._array_values(tokens, item_of[pairs], items + pairs, ref_counts, too_long, out)
+        for k in np.flatnonzero(too_long).tolist():   # every type of these items, by the per-item engine
             out[k] = scorer.score_values(predictions[k], references[k])
         if self._other_measures:
             rest = [m for _, m in self._other_measures]
             columns = [3 * c + part for c, _ in self._other_measures for part in range(3)]
-            skip = set(per_item)
-            for k, (prediction, refs) in enumerate(zip(predictions, references)):
-                if k not in skip:
-                    out[k, columns] = scorer.item_values(prediction, refs, rest)
+            for k in np.flatnonzero(~too_long).tolist():
+                out[k, columns] = scorer.item_values(predictions[k], references[k], rest)
 
     def _array_values(self, tokens, item_of: np.ndarray, reference_texts: np.ndarray,
                       ref_counts: np.ndarray, too_long: np.ndarray, out: np.ndarray) -> None:

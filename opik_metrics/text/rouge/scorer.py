@@ -18,7 +18,7 @@ from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, cou
 from opik_metrics.text.rouge.measures import build_measure
 from opik_metrics.text.rouge.prepared import PreparedText
 from opik_metrics.text.rouge.rouge155 import Rouge155Engine
-from opik_metrics.text.rouge.types import RougeType, parse_rouge_type
+from opik_metrics.text.rouge.types import LCS, NGRAM, RougeType, parse_rouge_type
 from opik_metrics.text.tokenizers.rouge155 import Rouge155Tokenizer
 from opik_metrics.text.tokenizers.words import make_tokenizer
 from opik_metrics.core.signature import Signature
@@ -120,8 +120,8 @@ class RougeScorer:
         """Scores of ``prediction`` against one reference or several (combined per ``multi_reference``)."""
         if self._rouge155 is not None:
             return self._rouge155.score(_require_str(prediction, "prediction"), _reference_list(references))
-        prepared = PreparedText(_require_str(prediction, "prediction"), self._tokenizer)
-        return self._score_prepared(prepared, _reference_list(references))
+        return self._as_scores(self.item_values(_require_str(prediction, "prediction"),
+                                                _reference_list(references), self.measures))
 
     def score_batch(self, predictions: Sequence[str], references: Sequence) -> list:
         """``score`` for each (prediction, references) pair; the two sequences must have equal length.
@@ -134,9 +134,11 @@ class RougeScorer:
             )
         checked = [_require_str(p, f"predictions[{k}]") for k, p in enumerate(predictions)]
         lists = [_reference_list(refs) for refs in references]
-        names = self.rouge_types
-        return [{name: Score(*row[3 * k:3 * k + 3]) for k, name in enumerate(names)}
-                for row in self.rows_many(checked, lists)]
+        return list(map(self._as_scores, self.rows_many(checked, lists)))
+
+    def _as_scores(self, values: list) -> dict:
+        """``{rouge type: Score}`` from one item's flat P, R, F values."""
+        return {name: Score(*values[3 * k:3 * k + 3]) for k, name in enumerate(self.rouge_types)}
 
     def score_values(self, prediction: str, references: list) -> list:
         """``score`` as flat floats, P, R and F of each type in ``rouge_types`` order, for checked
@@ -157,11 +159,9 @@ class RougeScorer:
         if not all(references):
             empty = next(k for k, refs in enumerate(references) if not refs)
             raise ValueError(f"references[{empty}] is empty: give at least one reference text")
-        if self._rouge155 is not None or len(predictions) < BATCH_MIN_ITEMS:
-            out = np.zeros((len(predictions), 3 * len(self.rouge_types)))
-            for k, (prediction, refs) in enumerate(zip(predictions, references)):
-                out[k] = self.score_values(prediction, refs)
-            return out
+        if not self._on_arrays(len(predictions)):
+            return np.array(self._item_by_item(predictions, references), dtype=np.float64).reshape(
+                len(predictions), 3 * len(self.rouge_types))
         if self._batch is None:
             from opik_metrics.text.rouge.batch import BatchScorer
 
@@ -171,9 +171,18 @@ class RougeScorer:
     def rows_many(self, predictions: list, references: list) -> list:
         """``values_many`` as a list of rows (lists of float); a small batch never imports numpy
         (what a short command-line run would pay for nothing)."""
-        if self._rouge155 is not None or len(predictions) < BATCH_MIN_ITEMS:
-            return [self.score_values(prediction, refs) for prediction, refs in zip(predictions, references)]
+        if not self._on_arrays(len(predictions)):
+            return self._item_by_item(predictions, references)
         return self.values_many(predictions, references).tolist()
+
+    def _on_arrays(self, items: int) -> bool:
+        """Whether a batch of ``items`` is counted on arrays: large enough, in the default mode, with a
+        ROUGE-N or ROUGE-L type among the ones asked for (the arrays count nothing else)."""
+        return (self._rouge155 is None and items >= BATCH_MIN_ITEMS
+                and any(t.kind in (NGRAM, LCS) for t in self.parsed_types))
+
+    def _item_by_item(self, predictions: list, references: list) -> list:
+        return [self.score_values(prediction, refs) for prediction, refs in zip(predictions, references)]
 
     def item_values(self, prediction: str, references: list, measures: list) -> list:
         """P, R, F of each of ``measures`` (``self.measures`` entries) for one checked item, in the
@@ -205,23 +214,6 @@ class RougeScorer:
     def alpha(self):
         """The F-measure's alpha; None for rouge-score's balanced F1."""
         return self._alpha
-
-    def _score_prepared(self, prediction: PreparedText, references: list) -> dict:
-        tokenize = self._tokenizer
-        fmeasure = self._fmeasure
-        if len(references) == 1:
-            reference = PreparedText(references[0], tokenize)
-            return {name: counts_to_score(measure(prediction, reference), fmeasure, root)
-                    for name, measure, root in self.measures}
-        prepared = [PreparedText(reference, tokenize) for reference in references]
-        result = {}
-        for name, measure, root in self.measures:
-            all_counts = [measure(prediction, reference) for reference in prepared]
-            if self.multi_reference == "average":
-                result[name] = counts_to_score(pool(all_counts), fmeasure, root)
-            else:
-                result[name] = _best(counts_to_score(c, fmeasure, root) for c in all_counts)
-        return result
 
     def signature(self) -> Signature:
         """Everything that determines the numbers, e.g. for experiment metadata and reproducibility.

@@ -20,7 +20,7 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _VALID_ASCII_TOKEN = re.compile(r"[a-z0-9]+\Z")
 # Same split for all-ASCII text, in C: bytes outside [a-z0-9] become spaces.
 _ASCII_SEPARATORS = bytes(c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
-# Between texts in ``DefaultTokenizer.words_of_many``: a word of its own that no text can produce.
+# Between texts in ``DefaultTokenizer.ascii_of_many``: a word of its own that no text can produce.
 TEXT_SEPARATOR = "\x00"
 _KEEP_SEPARATOR = _ASCII_SEPARATORS[:1].replace(b" ", b"\x00") + _ASCII_SEPARATORS[1:]
 
@@ -156,12 +156,6 @@ class DefaultTokenizer:
         if not joined.isascii() or joined.count(TEXT_SEPARATOR) != len(texts) - 1:
             return None
         return joined.encode("ascii").translate(_KEEP_SEPARATOR)
-
-    def words_of_many(self, texts: list) -> "list | None":
-        """The words (before stemming and stopwords) of every text, in order, with ``TEXT_SEPARATOR``
-        between texts (see ``ascii_of_many``); None when the fast path does not apply."""
-        joined = self.ascii_of_many(texts)
-        return None if joined is None else joined.decode("ascii").split()
 
 
 class UnicodeTokenizer:
