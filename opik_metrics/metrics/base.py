@@ -222,14 +222,14 @@ class ReferenceMetric(PackMetric):
         from opik_metrics.metrics import parallel
 
         parallel.check_workers(workers)
-        outs, refs = require_batch(outputs, references)
-        if refs is None:
-            raise MetricInputError(f"{self.name} needs references: pass references=[...]")
-        if not outs:
-            return []
-        processes = parallel.resolve_workers(workers, len(outs))
-        kernel = self._batch_kernel() if processes > 1 else None
-        with collector_paused():
+        with collector_paused():     # the input checks too: they make a list per item
+            outs, refs = require_batch(outputs, references)
+            if refs is None:
+                raise MetricInputError(f"{self.name} needs references: pass references=[...]")
+            if not outs:
+                return []
+            processes = parallel.resolve_workers(workers, len(outs))
+            kernel = self._batch_kernel() if processes > 1 else None
             if kernel is not None:
                 try:
                     results: list[list[ScoreResult]] = []

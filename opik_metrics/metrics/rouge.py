@@ -1,11 +1,13 @@
 """ROUGE as an Opik metric: precision, recall and F for every requested ROUGE type."""
 from __future__ import annotations
 
+from itertools import chain, cycle, repeat
 from typing import Callable, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.shared_metadata import SharedMetadata
 from opik_metrics.text.rouge.kernel import RougeKernel
 from opik_metrics.text.rouge.scorer import RougeScorer
 
@@ -69,8 +71,9 @@ class ROUGE(ReferenceMetric):
         self.rouge_types = self._scorer.rouge_types
         self.signature = self._scorer.signature().extended(nltk=package_version("nltk"))
         super().__init__(name=name, track=track, project_name=project_name)
-        self._names = [(rtype, tuple(self._scored_name(f"{rtype}_{label}") for label, _ in _PARTS))
-                       for rtype in self.rouge_types]
+        self._flat_names = [self._scored_name(f"{rtype}_{label}") for rtype in self.rouge_types
+                            for label, _ in _PARTS]
+        self._metadata: dict[int, list[SharedMetadata]] = {}
 
     def _score_facts(self) -> list[ScoreFacts]:
         main = [ScoreFacts(self._scored_name(f"{t}_f1"), bounds=(0.0, 1.0)) for t in self.rouge_types]
@@ -85,14 +88,56 @@ class ROUGE(ReferenceMetric):
                             {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        return list(map(self._results, outputs, references, self._scorer.rows_many(outputs, references)))
+        rows = self._scorer.rows_many(outputs, references)
+        return self._results(outputs, references, list(chain.from_iterable(rows)))
 
     def _batch_kernel(self) -> RougeKernel | None:
         return self._kernel
 
     def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values) -> list:
         """``values``: ``RougeScorer.values_many``'s array, a row per item."""
-        return list(map(self._results, outputs, references, values.tolist()))   # lists: cheaper to read than rows of an array
+        return self._results(outputs, references, values.ravel().tolist())
+
+    def _results(self, outputs: list[str], references: list[list[str]],
+                 flat: list[float]) -> list[list[ScoreResult]]:
+        """Three results a type for each item, from all items' P, R, F values in one flat list.
+
+        Built in one ``map`` over the flat values, positionally (name, value, reason, category_name,
+        metadata), with shared metadata: on short pairs these results are most of what the metric
+        adds to its engine, and a Python loop per item or per type cost a quarter more."""
+        width = len(self._flat_names)
+        counts = set(map(len, references))
+        if len(counts) == 1:
+            metadata = cycle(self._metadata_of(counts.pop()))
+        else:
+            metadata = chain.from_iterable(map(self._metadata_of, map(len, references)))
+        built = list(map(ScoreResult, cycle(self._flat_names), flat, repeat(None), repeat(None), metadata))
+        items = [built[k:k + width] for k in range(0, len(built), width)]
+        self._explain_zeros(outputs, references, flat, items)
+        return items
+
+    def _explain_zeros(self, outputs: list[str], references: list[list[str]], flat: list[float],
+                       items: list[list[ScoreResult]]) -> None:
+        """Give the results of an item that scores 0 because a text has no tokens the reason why.
+        Only items with an F of 0 are looked at; one reference scoring above 0 anywhere has tokens,
+        and so has the output, so a single-reference item needs every F at 0 to be looked at."""
+        f_values, types = flat[2::3], len(self.rouge_types)
+        seen, at = -1, -1
+        while True:
+            try:
+                at = f_values.index(0.0, at + 1)
+            except ValueError:
+                return
+            k = at // types
+            if k == seen:
+                continue
+            seen = k
+            zeros = f_values[k * types:(k + 1) * types].count(0.0)
+            if zeros == types or len(references[k]) > 1:
+                reason = self._empty_reason(outputs[k], references[k])
+                if reason is not None:
+                    for result in items[k]:
+                        result.reason = reason
 
     def _empty_reason(self, output: str, references: list[str]) -> str | None:
         """Why an all-zero item is zero, when the cause is text with no tokens."""
@@ -105,22 +150,16 @@ class ROUGE(ReferenceMetric):
             return f"references {empty} have no tokens after tokenisation and score 0"
         return None
 
-    def _results(self, output: str, references: list[str], values: Sequence[float]) -> list[ScoreResult]:
-        """Nine results (three a type) from the flat P, R, F values of one item."""
-        reason = None
-        zeros = values[2::3].count(0.0)
-        # one reference scoring above 0 anywhere has tokens, and so has the output: no reason to look for
-        if zeros and (zeros == len(self._names) or len(references) > 1):
-            reason = self._empty_reason(output, references)
-        n_references, signature = len(references), self.signature
-        results: list[ScoreResult] = []
-        k = 0
-        for rtype, (p_name, r_name, f_name) in self._names:
-            metadata = {"signature": signature, "n_references": n_references, "rouge_type": rtype}  # one per type
-            # positional (name, value, reason, category_name, metadata): half the cost of keywords, and
-            # these nine results are most of what the metric adds to the engine on short pairs
-            results += (ScoreResult(p_name, values[k], reason, None, metadata),
-                        ScoreResult(r_name, values[k + 1], reason, None, metadata),
-                        ScoreResult(f_name, values[k + 2], reason, None, metadata))
-            k += 3
-        return results
+    def _metadata_of(self, n_references: int) -> list[SharedMetadata]:
+        """The metadata of each result of an item with ``n_references`` (P, R and F of a type share
+        one): read-only dicts shared by every such item, where a dict per item would be a third of
+        the objects the metric adds to its engine."""
+        shared = self._metadata.get(n_references)
+        if shared is None:
+            if len(self._metadata) >= 64:       # distinct reference counts are few; never grow without end
+                self._metadata.clear()
+            shared = self._metadata[n_references] = [
+                meta for rtype in self.rouge_types
+                for meta in [SharedMetadata(signature=self.signature, n_references=n_references,
+                                            rouge_type=rtype)] * 3]
+        return shared

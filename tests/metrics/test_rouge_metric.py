@@ -96,3 +96,37 @@ def test_rouge155_mode_values_signature_and_reason():
     assert r.metadata["signature"].fields["mode"] == "rouge155" and "mode:rouge155" in r.metadata["signature"]
     assert "mode" not in ROUGE(track=False).signature.fields
     assert all("output has no tokens" in x.reason for x in m.score("!!!", "the cat"))
+
+
+@pytest.mark.parametrize("copies", [1, 40])       # 5 items item by item; 200 on the arrays
+def test_reasons_in_a_batch_name_the_empty_text_and_only_it(copies):
+    items = [("  ...  ", ["the cat sat"], "output has no tokens"),
+             ("the cat", [""], "reference has no tokens"),
+             ("the cat", ["the cat", "!!"], None),                  # a reference above 0: nothing to explain
+             ("the dog", ["a cat", "?"], "references [1] have no tokens"),
+             ("a b", ["c d"], None),                                # tokens on both sides, nothing in common
+             ("a b c", ["a c"], None)]                              # rouge2 is 0, rouge1 is not
+    outputs = [o for o, _, _ in items] * copies
+    references = [r for _, r, _ in items] * copies
+    batch = ROUGE(track=False).score_batch(outputs, references)
+    for k, results in enumerate(batch):
+        want = items[k % len(items)][2]
+        assert len({r.reason for r in results}) == 1, k
+        if want is None:
+            assert results[0].reason is None, k
+        else:
+            assert want in results[0].reason, k
+
+
+def test_metadata_is_shared_by_items_alike_and_read_only():
+    m = ROUGE(rouge_types=["rouge1", "rougeL"], track=False)
+    one, two, multi = m.score_batch(["a b", "c d", "a"], ["a b", "c", ["a", "b"]])
+    assert one[0].metadata is one[2].metadata is two[0].metadata              # rouge1 P, F; another item
+    assert one[0].metadata is not one[3].metadata                             # rougeL's own
+    assert multi[0].metadata == {"signature": m.signature, "n_references": 2, "rouge_type": "rouge1"}
+    assert one[3].metadata == {"signature": m.signature, "n_references": 1, "rouge_type": "rougeL"}
+    with pytest.raises(TypeError, match="read-only"):
+        one[0].metadata["n_references"] = 3
+    assert two[0].metadata["n_references"] == 1
+    one[0].metadata = dict(one[0].metadata, note="mine")                      # the way to change one
+    assert "note" not in two[0].metadata
