@@ -95,9 +95,12 @@ def test_metrics_without_a_kernel_score_here(monkeypatch):
 
 
 def test_the_pools_own_threads_do_not_count_against_forking():
-    before = threading.active_count() - parallel._own_threads()
+    before = set(threading.enumerate())
     ROUGE(track=False).score_batch(*_batch(), workers=2)
-    assert parallel._pools and threading.active_count() - parallel._own_threads() == before
+    started = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    # the threads the batch started are the pool's own (threads of other tests may end meanwhile)
+    assert parallel._pools and len(started) <= parallel._own_threads()
+    assert threading.active_count() - parallel._own_threads() <= len(before)
 
 
 def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced(monkeypatch):
@@ -170,6 +173,7 @@ def test_no_nested_pools_inside_a_worker_or_a_daemon():
 def test_slices_in_flight_are_bounded(monkeypatch):
     """Two slices a worker are handed out ahead, not the whole batch at once."""
     monkeypatch.setattr(parallel, "MIN_SLICE", 100)
+    monkeypatch.setattr(parallel, "SLICES_PER_WORKER", 4)
     real, submitted = parallel._executor, []
 
     def spy(workers):
