@@ -21,7 +21,9 @@ class ROUGE(ReferenceMetric):
     (e.g. ``rouge1_f1``); numbers equal rouge-score's for rouge1..9, rougeL and rougeLsum. A
     ``name`` other than ``rouge`` prefixes every score (``ROUGE(name="stem")`` gives
     ``stem_rouge1_f1``), so that two configurations can score one experiment. The corpus score
-    is the mean over items (``corpus_<first type>_f1``, every mean in its metadata).
+    is the mean over items (``corpus_<first type>_f1``, every mean in its metadata). An item's
+    ``metadata`` (signature, ``n_references``, ``rouge_type``) is a read-only dict shared by the
+    results of every item alike (``SharedMetadata``): assign a copy to change it.
 
     ``rouge155=True`` gives instead, per item, the numbers the ROUGE-1.5.5 perl script prints for
     the pair (``-n N -w 1.2 -2 d -u -c 95 -r 1 -p 0.5 -t 0``, ``-f A`` for
