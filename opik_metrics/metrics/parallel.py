@@ -118,8 +118,12 @@ def _keep_freed_memory() -> None:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):
         return
-    mallopt(_M_MMAP_THRESHOLD, 64 << 20)      # arrays up to 64 MB from the heap, not a mapping each
-    mallopt(_M_TRIM_THRESHOLD, 1 << 30)       # and the heap not shrunk after each chunk
+    # arrays up to 32 MB (glibc's largest on 64-bit) from the heap, not a fresh mapping each; then the
+    # heap not shrunk below 128 MB of free memory after each chunk (an idle worker keeps about that
+    # much). The second only if the first was taken: alone it would pin the mapping threshold at
+    # 128 KB, every array mapped and faulted in anew.
+    if mallopt(_M_MMAP_THRESHOLD, 32 << 20):
+        mallopt(_M_TRIM_THRESHOLD, 128 << 20)
 
 
 def _start_worker() -> None:

@@ -12,6 +12,11 @@ class SharedMetadata(dict):
 
     __slots__ = ()
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self:                          # ``meta.__init__(...)`` again would change it in place
+            self._refuse()
+        super().__init__(*args, **kwargs)
+
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("this metadata is shared by many ScoreResults and is read-only: "
                         "change a copy instead, e.g. result.metadata = dict(result.metadata, key=value)")

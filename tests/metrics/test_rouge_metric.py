@@ -98,7 +98,7 @@ def test_rouge155_mode_values_signature_and_reason():
     assert all("output has no tokens" in x.reason for x in m.score("!!!", "the cat"))
 
 
-@pytest.mark.parametrize("copies", [1, 40])       # 5 items item by item; 200 on the arrays
+@pytest.mark.parametrize("copies", [1, 40])       # 6 items item by item; 240 on the arrays
 def test_reasons_in_a_batch_name_the_empty_text_and_only_it(copies):
     items = [("  ...  ", ["the cat sat"], "output has no tokens"),
              ("the cat", [""], "reference has no tokens"),

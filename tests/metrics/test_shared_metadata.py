@@ -21,7 +21,7 @@ def test_reads_like_the_dict_it_holds():
 @pytest.mark.parametrize("change", [
     lambda m: m.__setitem__("k", 1), lambda m: m.__delitem__("signature"), lambda m: m.update(k=1),
     lambda m: m.setdefault("k", 1), lambda m: m.pop("signature"), lambda m: m.popitem(), lambda m: m.clear(),
-    lambda m: m.__ior__({"k": 1})])
+    lambda m: m.__ior__({"k": 1}), lambda m: m.__init__(k=1)])
 def test_every_change_is_refused_and_nothing_changes(change):
     meta = SharedMetadata(signature="s")
     with pytest.raises(TypeError, match="shared by many ScoreResults"):
