@@ -75,7 +75,7 @@ class ROUGE(ReferenceMetric):
         super().__init__(name=name, track=track, project_name=project_name)
         self._flat_names = [self._scored_name(f"{rtype}_{label}") for rtype in self.rouge_types
                             for label, _ in _PARTS]
-        self._metadata: dict[int, list[SharedMetadata]] = {}
+        self._shared_metadata: dict[int, list[SharedMetadata]] = {}
 
     def _score_facts(self) -> list[ScoreFacts]:
         main = [ScoreFacts(self._scored_name(f"{t}_f1"), bounds=(0.0, 1.0)) for t in self.rouge_types]
@@ -156,11 +156,11 @@ class ROUGE(ReferenceMetric):
         """The metadata of each result of an item with ``n_references`` (P, R and F of a type share
         one): read-only dicts shared by every such item, where a dict per item would be a third of
         the objects the metric adds to its engine."""
-        shared = self._metadata.get(n_references)
+        shared = self._shared_metadata.get(n_references)
         if shared is None:
-            if len(self._metadata) >= 64:       # distinct reference counts are few; never grow without end
-                self._metadata.clear()
-            shared = self._metadata[n_references] = [
+            if len(self._shared_metadata) >= 64:       # distinct reference counts are few; never grow without end
+                self._shared_metadata.clear()
+            shared = self._shared_metadata[n_references] = [
                 meta for rtype in self.rouge_types
                 for meta in [SharedMetadata(signature=self.signature, n_references=n_references,
                                             rouge_type=rtype)] * 3]
