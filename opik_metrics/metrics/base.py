@@ -26,18 +26,42 @@ if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(_POSITIONAL)] != 
     raise ImportError(f"this opik's ScoreResult fields are not {_POSITIONAL}: opik-metrics needs an update")
 
 
+#: From this many items a batch's new objects skip the young generations (``collector_paused``).
+PROMOTE_MIN_ITEMS = 1_000
+
+
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(items: int = 0) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a batch builds its results: they hold no
     cycles, and each collection rescans the ~470k objects ``import opik`` leaves (measured: 60% of
-    ROUGE's metric path on short pairs). Restored as it was, also on error."""
+    ROUGE's metric path on short pairs). Restored as it was, also on error.
+
+    For a batch of at least ``PROMOTE_MIN_ITEMS`` ``items`` the results then go straight to the
+    oldest generation (``gc.freeze(); gc.unfreeze()``, constant time) instead of being scanned by
+    a young collection on leaving and another one later: 2.2-2.9 µs and 3.3-4.6 µs a pair of ROUGE's
+    nine results. The caller's young garbage is collected first so that it is not promoted with
+    them; nothing is done where the process has frozen objects of its own (unfreeze would free them)."""
     was_enabled = gc.isenabled()
+    promote = was_enabled and items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
+    if promote:
+        gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
+        if promote and gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
+
+
+def _length(items: Any) -> int:
+    """``len(items)``, 0 for what has none (``require_batch`` then says what is wrong)."""
+    try:
+        return len(items)
+    except TypeError:
+        return 0
 
 
 class PackMetric(_opik.BaseMetric, abc.ABC):
@@ -222,7 +246,7 @@ class ReferenceMetric(PackMetric):
         from opik_metrics.metrics import parallel
 
         parallel.check_workers(workers)
-        with collector_paused():     # the input checks too: they make a list per item
+        with collector_paused(_length(outputs)):     # the input checks too: they make a list per item
             outs, refs = require_batch(outputs, references)
             if refs is None:
                 raise MetricInputError(f"{self.name} needs references: pass references=[...]")

@@ -144,6 +144,31 @@ def _start_worker() -> None:
     threading.Thread(target=leave_with_the_parent, name="opik-metrics-parent-watch", daemon=True).start()
 
 
+#: Pipe buffers between this process and its pool, where the system lets us set them (Linux's
+#: largest for an unprivileged process): a slice's values (450 KB for 6,250 pairs of ROUGE-1/2/L)
+#: then fit in one write.
+PIPE_BYTES = 1 << 20
+
+
+def _widen_pipes(pool: ProcessPoolExecutor) -> None:
+    """Let a worker hand back a slice's values in one write and go on to its next slice. With
+    64 KB pipes it waited while the pool's reader thread, which shares the GIL with this process
+    building results, took them 64 KB at a time: gaps of 15-30 ms a slice, measured. Reaches into
+    the executor's queues (no public way to size them); where that or the system says no, nothing
+    changes."""
+    try:
+        import fcntl
+        set_size = fcntl.F_SETPIPE_SZ
+    except (ImportError, AttributeError):
+        return
+    for connection in (getattr(getattr(pool, "_result_queue", None), "_reader", None),
+                       getattr(getattr(pool, "_call_queue", None), "_writer", None)):
+        try:
+            fcntl.fcntl(connection.fileno(), set_size, PIPE_BYTES)
+        except (AttributeError, OSError, TypeError, ValueError):
+            pass
+
+
 def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
     """The pool of ``workers`` processes, kept for later batches; a broken one is replaced. Forked
     when this process runs no other thread (fast, no main-module import); otherwise forkserver,
@@ -154,6 +179,7 @@ def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
             method = "fork" if _can_fork() else "forkserver"
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                        initializer=_start_worker)
+            _widen_pipes(pool)
             pool._opik_metrics_method = method  # type: ignore[attr-defined]
             _pools[workers] = pool
         return pool, pool._opik_metrics_method  # type: ignore[attr-defined]

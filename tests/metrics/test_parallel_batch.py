@@ -193,3 +193,23 @@ def test_slices_in_flight_are_bounded(monkeypatch):
     spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel(), preds, [[r] for r in refs], 2)
     assert next(spread)[:2] == ranges[0] and len(submitted) == 5        # four ahead, one more as the first goes
     assert [r[:2] for r in spread] == ranges[1:] and len(submitted) == len(ranges) == 8
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are set on Linux only")
+def test_the_pools_pipes_hold_a_slices_values(monkeypatch):
+    import fcntl
+    monkeypatch.setattr(parallel, "_pools", {})
+    preds, references = _batch()
+    metric = ROUGE(track=False)
+    want = _as_tuples(metric.score_batch(preds, references, workers=1))
+    assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+    pool = parallel._pools[2]
+    for connection in (pool._result_queue._reader, pool._call_queue._writer):
+        assert fcntl.fcntl(connection.fileno(), fcntl.F_GETPIPE_SZ) == parallel.PIPE_BYTES
+    parallel._drop(pool)
+
+    def refused(*args):
+        raise PermissionError("over /proc/sys/fs/pipe-max-size")
+    monkeypatch.setattr(fcntl, "fcntl", refused)        # the system says no: pipes stay as they are
+    assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+    parallel._drop(parallel._pools[2])

@@ -1,0 +1,111 @@
+"""The cyclic collector around ``score_batch``: paused while a batch scores and restored as it was;
+a large batch's results go straight to the oldest generation (no young collection rescans them),
+after the caller's own young garbage has been collected; nothing of the kind where the collector
+was off or the process froze objects of its own."""
+import gc
+import weakref
+
+import pytest
+
+from opik_metrics import ROUGE
+from opik_metrics.metrics import base
+from opik_metrics.metrics.base import collector_paused
+from tests.corpus import realistic_pairs
+
+
+def _generation_of(obj) -> int | None:
+    for generation in range(3):
+        if any(o is obj for o in gc.get_objects(generation=generation)):
+            return generation
+    return None
+
+
+def _batch(n):
+    preds, refs = realistic_pairs(n, seed=31)
+    return preds, refs
+
+
+@pytest.fixture
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_a_large_batch_lands_in_the_oldest_generation(collector_on):
+    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+    results = ROUGE(track=False).score_batch(preds, refs, workers=1)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert _generation_of(results[0][0]) == 2 and _generation_of(results[-1]) == 2
+    assert gc.get_count()[0] < 100          # the batch's objects were not left counting towards a collection
+
+
+@pytest.fixture
+def freezes(monkeypatch):
+    """The calls of ``gc.freeze`` (which moves objects), counted; it still runs."""
+    calls = []
+    freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (calls.append(1), freeze())[1])
+    return calls
+
+
+def test_a_small_batch_is_left_to_the_collector_as_usual(collector_on, freezes):
+    preds, refs = _batch(base.PROMOTE_MIN_ITEMS - 1)
+    ROUGE(track=False).score_batch(preds, refs, workers=1)
+    assert freezes == []
+    ROUGE(track=False).score_batch(preds + preds[:1], refs + refs[:1], workers=1)
+    assert freezes == [1]
+
+
+def test_the_callers_young_garbage_is_collected_not_promoted(collector_on):
+    class Node:
+        pass
+
+    gc.collect()
+    cycle = Node()
+    cycle.me = cycle
+    alive = weakref.ref(cycle)
+    del cycle                                # young cyclic garbage: only a collection frees it
+    assert alive() is not None
+    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+    ROUGE(track=False).score_batch(preds, refs, workers=1)
+    assert alive() is None
+
+
+def test_objects_the_process_froze_stay_frozen(collector_on, freezes):
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        ROUGE(track=False).score_batch(preds, refs, workers=1)
+        assert gc.get_freeze_count() == frozen and freezes == [1]     # the test's own freeze only
+    finally:
+        gc.unfreeze()
+
+
+def test_a_collector_turned_off_stays_off_and_nothing_moves(freezes):
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        ROUGE(track=False).score_batch(preds, refs, workers=1)
+        assert not gc.isenabled() and freezes == []
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_the_collector_is_restored_on_error(collector_on):
+    with pytest.raises(RuntimeError):
+        with collector_paused(base.PROMOTE_MIN_ITEMS):
+            assert not gc.isenabled()
+            raise RuntimeError("boom")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_bad_input_still_gets_its_error(collector_on):
+    with pytest.raises(Exception, match="outputs"):
+        ROUGE(track=False).score_batch(42, ["a"])
+    assert gc.isenabled()
