@@ -9,6 +9,9 @@ import abc
 import contextlib
 import dataclasses
 import gc
+import sys
+import sysconfig
+import threading
 from typing import Any, Iterator, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
@@ -28,28 +31,43 @@ if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(_POSITIONAL)] != 
 
 #: From this many items a batch's new objects skip the young generations (``collector_paused``).
 PROMOTE_MIN_ITEMS = 1_000
+#: Whether ``gc.freeze(); gc.unfreeze()`` promotes in constant time: CPython's generational collector
+#: with the GIL (3.14's is incremental, and free-threaded builds walk the whole heap for each).
+_GENERATIONAL = (sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+                 and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def _alone() -> bool:
+    """No Python thread runs here but this one and our pools' (another thread's young garbage
+    would be promoted with the batch's objects, uncollected until a full collection)."""
+    from opik_metrics.metrics.parallel import pool_threads
+
+    return threading.active_count() - pool_threads() == 1
 
 
 @contextlib.contextmanager
-def collector_paused(items: int = 0) -> Iterator[None]:
+def collector_paused(n_items: int = 0) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a batch builds its results: they hold no
     cycles, and each collection rescans the ~470k objects ``import opik`` leaves (measured: 60% of
     ROUGE's metric path on short pairs). Restored as it was, also on error.
 
-    For a batch of at least ``PROMOTE_MIN_ITEMS`` ``items`` the results then go straight to the
-    oldest generation (``gc.freeze(); gc.unfreeze()``, constant time) instead of being scanned by
-    a young collection on leaving and another one later: 2.2-2.9 µs and 3.3-4.6 µs a pair of ROUGE's
-    nine results. The caller's young garbage is collected first so that it is not promoted with
-    them; nothing is done where the process has frozen objects of its own (unfreeze would free them)."""
+    For a batch of at least ``PROMOTE_MIN_ITEMS`` items, every object made while it scored then
+    goes straight to the oldest generation (``gc.freeze(); gc.unfreeze()``, constant time) instead
+    of being scanned by a young collection on leaving and another one later: 2.2-2.9 µs and
+    3.3-4.6 µs a pair of ROUGE's nine results. The caller's young garbage is collected first so
+    that it is not promoted with them. Only where that is safe: the collector on, no objects
+    frozen by the process (unfreeze would return them to the collected generations), no other
+    Python thread (its garbage would be promoted too), a generational CPython."""
     was_enabled = gc.isenabled()
-    promote = was_enabled and items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
+    promote = (_GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS
+               and gc.get_freeze_count() == 0 and _alone())
     if promote:
         gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0:
+        if promote and gc.get_freeze_count() == 0 and _alone():
             gc.freeze()
             gc.unfreeze()
         if was_enabled:

@@ -57,7 +57,7 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _own_threads() -> int:
+def pool_threads() -> int:
     """Threads our pools run in this process: each executor's manager thread and its call
     queue's feeder thread."""
     threads = [t for pool in _pools.values()
@@ -69,7 +69,7 @@ def _own_threads() -> int:
 def _can_fork() -> bool:
     """Forking is safe while this process runs no Python thread but ours (no lock some other
     thread holds can be inherited), and it starts workers without importing ``__main__`` again."""
-    return os.name == "posix" and threading.active_count() - _own_threads() == 1
+    return os.name == "posix" and threading.active_count() - pool_threads() == 1
 
 
 def _in_a_child_process() -> bool:
@@ -144,29 +144,28 @@ def _start_worker() -> None:
     threading.Thread(target=leave_with_the_parent, name="opik-metrics-parent-watch", daemon=True).start()
 
 
-#: Pipe buffers between this process and its pool, where the system lets us set them (Linux's
-#: largest for an unprivileged process): a slice's values (450 KB for 6,250 pairs of ROUGE-1/2/L)
-#: then fit in one write.
+#: The pipe that brings the workers' values back, where the system lets us size it (the default
+#: largest, /proc/sys/fs/pipe-max-size, for an unprivileged process on Linux): a slice's values
+#: (450 KB for 6,250 pairs of ROUGE-1/2/L) then fit in one write. It counts against the user's
+#: pipe quota (64 MB by default), 1 MB a pool.
 PIPE_BYTES = 1 << 20
 
 
-def _widen_pipes(pool: ProcessPoolExecutor) -> None:
-    """Let a worker hand back a slice's values in one write and go on to its next slice. With
-    64 KB pipes it waited while the pool's reader thread, which shares the GIL with this process
+def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
+    """Let a worker hand back a slice's values in one write and go on to its next slice. With a
+    64 KB pipe it waited while the pool's reader thread, which shares the GIL with this process
     building results, took them 64 KB at a time: gaps of 15-30 ms a slice, measured. Reaches into
-    the executor's queues (no public way to size them); where that or the system says no, nothing
-    changes."""
+    the executor's result queue (no public way to size it); where that or the system says no,
+    nothing changes."""
     try:
         import fcntl
         set_size = fcntl.F_SETPIPE_SZ
     except (ImportError, AttributeError):
         return
-    for connection in (getattr(getattr(pool, "_result_queue", None), "_reader", None),
-                       getattr(getattr(pool, "_call_queue", None), "_writer", None)):
-        try:
-            fcntl.fcntl(connection.fileno(), set_size, PIPE_BYTES)
-        except (AttributeError, OSError, TypeError, ValueError):
-            pass
+    try:
+        fcntl.fcntl(pool._result_queue._reader.fileno(), set_size, PIPE_BYTES)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError, ValueError):
+        pass
 
 
 def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
@@ -179,7 +178,7 @@ def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
             method = "fork" if _can_fork() else "forkserver"
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                        initializer=_start_worker)
-            _widen_pipes(pool)
+            _widen_result_pipe(pool)
             pool._opik_metrics_method = method  # type: ignore[attr-defined]
             _pools[workers] = pool
         return pool, pool._opik_metrics_method  # type: ignore[attr-defined]

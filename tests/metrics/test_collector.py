@@ -3,6 +3,7 @@ a large batch's results go straight to the oldest generation (no young collectio
 after the caller's own young garbage has been collected; nothing of the kind where the collector
 was off or the process froze objects of its own."""
 import gc
+import threading
 import weakref
 
 import pytest
@@ -26,7 +27,10 @@ def _batch(n):
 
 
 @pytest.fixture
-def collector_on():
+def collector_on(monkeypatch):
+    """The collector on, and no thread of another test counted as running here (threads are
+    their own test below)."""
+    monkeypatch.setattr(base, "_alone", lambda: True)
     was = gc.isenabled()
     gc.enable()
     yield
@@ -59,19 +63,53 @@ def test_a_small_batch_is_left_to_the_collector_as_usual(collector_on, freezes):
     assert freezes == [1]
 
 
-def test_the_callers_young_garbage_is_collected_not_promoted(collector_on):
+@pytest.fixture
+def collections():
+    """The generation of each collection that runs, in order."""
+    seen = []
+
+    def note(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+    gc.callbacks.append(note)
+    yield seen
+    gc.callbacks.remove(note)
+
+
+def test_the_callers_young_garbage_is_collected_not_promoted(collector_on, collections):
     class Node:
         pass
 
+    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)       # made first: the garbage below is the newest
+    metric = ROUGE(track=False)
     gc.collect()
-    cycle = Node()
-    cycle.me = cycle
-    alive = weakref.ref(cycle)
-    del cycle                                # young cyclic garbage: only a collection frees it
-    assert alive() is not None
-    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
-    ROUGE(track=False).score_batch(preds, refs, workers=1)
-    assert alive() is None
+    older = Node()
+    older.me = older
+    gc.collect(0)                            # survives one young collection: now in generation 1
+    newer = Node()
+    newer.me = newer
+    alive = [weakref.ref(older), weakref.ref(newer)]
+    del older, newer                         # young cyclic garbage: only a collection frees it
+    assert all(ref() is not None for ref in alive)
+    collections.clear()
+    metric.score_batch(preds, refs, workers=1)
+    assert [ref() for ref in alive] == [None, None]
+    assert collections[:1] == [1] and 2 not in collections      # one young collection, never a full one
+
+
+def test_nothing_moves_while_another_thread_runs(collector_on, freezes, monkeypatch):
+    monkeypatch.undo()                       # the real check of threads (the fixtures' patches go too)
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        ROUGE(track=False).score_batch(preds, refs, workers=1)
+        assert freezes == []
+    finally:
+        stop.set()
+        other.join()
 
 
 def test_objects_the_process_froze_stay_frozen(collector_on, freezes):
