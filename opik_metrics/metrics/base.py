@@ -11,7 +11,6 @@ import dataclasses
 import gc
 import sys
 import sysconfig
-import threading
 from typing import Any, Iterator, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
@@ -37,14 +36,6 @@ _GENERATIONAL = (sys.implementation.name == "cpython" and sys.version_info < (3,
                  and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
-def _alone() -> bool:
-    """No Python thread runs here but this one and our pools' (another thread's young garbage
-    would be promoted with the batch's objects, uncollected until a full collection)."""
-    from opik_metrics.metrics.parallel import pool_threads
-
-    return threading.active_count() - pool_threads() == 1
-
-
 @contextlib.contextmanager
 def collector_paused(n_items: int = 0) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a batch builds its results: they hold no
@@ -59,15 +50,18 @@ def collector_paused(n_items: int = 0) -> Iterator[None]:
     frozen by the process (unfreeze would return them to the collected generations), no other
     Python thread (its garbage would be promoted too), a generational CPython."""
     was_enabled = gc.isenabled()
-    promote = (_GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS
-               and gc.get_freeze_count() == 0 and _alone())
+    promote = _GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
+    if promote:
+        from opik_metrics.metrics import parallel     # only here: importing it costs a short command's start
+
+        promote = parallel.no_other_threads()
     if promote:
         gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0 and _alone():
+        if promote and gc.get_freeze_count() == 0 and parallel.no_other_threads():
             gc.freeze()
             gc.unfreeze()
         if was_enabled:

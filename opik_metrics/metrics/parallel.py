@@ -66,10 +66,15 @@ def pool_threads() -> int:
     return sum(1 for t in threads if t is not None and t.is_alive())
 
 
+def no_other_threads() -> bool:
+    """Whether this process runs no Python thread but the calling one and our pools'."""
+    return threading.active_count() - pool_threads() == 1
+
+
 def _can_fork() -> bool:
     """Forking is safe while this process runs no Python thread but ours (no lock some other
     thread holds can be inherited), and it starts workers without importing ``__main__`` again."""
-    return os.name == "posix" and threading.active_count() - pool_threads() == 1
+    return os.name == "posix" and no_other_threads()
 
 
 def _in_a_child_process() -> bool:

@@ -1,7 +1,7 @@
 """The cyclic collector around ``score_batch``: paused while a batch scores and restored as it was;
 a large batch's results go straight to the oldest generation (no young collection rescans them),
 after the caller's own young garbage has been collected; nothing of the kind where the collector
-was off or the process froze objects of its own."""
+was off, another thread runs or the process froze objects of its own."""
 import gc
 import threading
 import weakref
@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from opik_metrics import ROUGE
-from opik_metrics.metrics import base
+from opik_metrics.metrics import base, parallel
 from opik_metrics.metrics.base import collector_paused
 from tests.corpus import realistic_pairs
 
@@ -30,7 +30,7 @@ def _batch(n):
 def collector_on(monkeypatch):
     """The collector on, and no thread of another test counted as running here (threads are
     their own test below)."""
-    monkeypatch.setattr(base, "_alone", lambda: True)
+    monkeypatch.setattr(parallel, "no_other_threads", lambda: True)
     was = gc.isenabled()
     gc.enable()
     yield
