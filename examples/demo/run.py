@@ -99,7 +99,28 @@ def run_demo(out: Path, progress: bool = True) -> Path:
     files = write_report(comparison, out / "report")
     print()
     print(format_comparison(comparison))
+    print_publication(comparison)
     return files.html
+
+
+def print_publication(comparison: dict, shown: int = 10) -> None:
+    """What ``compare --publish`` would write into Opik (its dry run), in short: the first scores
+    of the system experiment; ``--dry-run`` prints all of it."""
+    from opik_metrics.compare.publication import build_publication
+
+    publication = build_publication(comparison)
+    baseline, *systems = publication["experiments"]
+    print("\nwhat `opik-metrics compare ... --publish` would write into Opik once both experiments are pushed "
+          "(from its --dry-run):")
+    for name in systems:
+        scores = publication["experiments"][name]["experiment_scores"]
+        print(f"  experiment scores of {name}:")
+        for score, value in list(scores.items())[:shown]:
+            print(f"    {score:<40} {value:.4g}")
+        print(f"    ... {len(scores) - shown} more")
+    print(f"  and {len(publication['experiments'][baseline]['experiment_scores'])} on {baseline} (intervals), the full "
+          f"comparison in each experiment's metadata ({publication['metadata_key']!r}), the dashboard "
+          f"{publication['dashboard']['name']!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

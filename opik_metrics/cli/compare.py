@@ -23,8 +23,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="read the experiments from the configured Opik server (default: the server "
                              "when one is configured, else the local store)")
     parser.add_argument("--project", help="Opik project of the experiments (--opik)")
-    parser.add_argument("--output", "-o", required=True, metavar="DIR",
-                        help="folder for the report: index.html, comparison.json, plots/")
+    parser.add_argument("--output", "-o", metavar="DIR",
+                        help="folder for the report: index.html, comparison.json, plots/ (required unless "
+                             "--publish or --dry-run)")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="score to compare (repeatable; default: every score but precision/recall parts)")
     parser.add_argument("--all-scores", action="store_true", help="also compare precision and recall parts")
@@ -36,10 +37,18 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=5, help="items with the largest differences listed (default 5)")
     parser.add_argument("--format", choices=["table", "json"], default="table",
                         help="what to print: a summary table (default) or the whole comparison as JSON")
+    parser.add_argument("--publish", action="store_true",
+                        help="write the comparison onto the experiments on the Opik server: intervals, and against "
+                             "the baseline the difference, p and a verdict, as experiment scores; the full comparison "
+                             "in their metadata; a dashboard with the table (experiments of the local store must be "
+                             "pushed first)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print, as JSON, exactly what --publish would write, and write nothing")
 
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
-    """The named experiments from the chosen source, and that source in words."""
+    """The named experiments from the chosen source, and that source in words (publishing from the
+    local store first checks that each experiment was pushed)."""
     from opik_metrics.compare.sources import load_experiments
     from opik_metrics.experiments.opik_server import choose_backend
     from opik_metrics.experiments.store import ExperimentStore
@@ -52,12 +61,15 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
         client = opik.Opik(project_name=args.project)
         return load_experiments(args.names, client=client, project_name=args.project), backend.reason
     with ExperimentStore(args.store, create=False) as store:
+        if args.publish and not args.dry_run:
+            from opik_metrics.compare.opik_publish import require_pushed
+
+            require_pushed(store, args.names)
         return load_experiments(args.names, store=store), f"local store {store.path}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-    from opik_metrics.compare.report import write_report
 
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")
@@ -65,8 +77,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
                                all_scores=args.all_scores)
     settings.check()
+    if not args.output and not (args.publish or args.dry_run):
+        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
     experiments, source = load_for_compare(args)
     comparison = compare_experiments(experiments, settings, source=source)
+    if args.dry_run:
+        from opik_metrics.compare.publication import build_publication
+
+        json.dump(build_publication(comparison), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    if args.output:
+        print_report(comparison, args)
+    if args.publish:
+        from opik_metrics.compare.opik_publish import publish_comparison
+
+        report = publish_comparison(comparison, project_name=args.project)
+        print(f"published on {len(report.written)} experiment(s)"
+              + (f", unchanged on {', '.join(report.unchanged)}" if report.unchanged else "")
+              + f"; dashboard {report.dashboard_id}" + ("" if report.dashboard_changed else " (unchanged)"))
+        for name, kept in report.kept.items():
+            print(f"{name}: kept as logged before, not overwritten: {', '.join(kept)}")
+    return 0
+
+
+def print_report(comparison: dict, args: argparse.Namespace) -> None:
+    """Write the report folder and print the summary (or the whole comparison as JSON)."""
+    from opik_metrics.compare.report import write_report
+
     try:
         files = write_report(comparison, args.output)
     except OSError as exc:
@@ -77,7 +115,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(format_comparison(comparison))
         print(f"\nreport: {files.html}\ndata:   {files.json}")
-    return 0
 
 
 def register(subparsers: Any) -> None:

@@ -7,6 +7,7 @@ import math
 from typing import Any, Sequence
 
 from opik_metrics.core.numbers import is_number
+from opik_metrics.experiments.opik_server import OpikServerError, client_url
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
@@ -50,6 +51,28 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
                              score_metrics=score_metrics)
 
 
+def opik_experiment(client: Any, name: str, project_name: str | None = None) -> Any:
+    """The one experiment called exactly ``name`` on the server of ``client`` (an ``opik.Opik``);
+    OpikServerError (one line) when there is none or there are several."""
+    import opik
+
+    url = client_url(client)
+    try:
+        found = [e for e in client.get_experiments_by_name(name, project_name=project_name) if e.name == name]
+    except opik.exceptions.ExperimentNotFound:
+        found = []
+    where = f"the Opik server at {url}" if url else "the Opik server"
+    if not found:
+        raise OpikServerError(f"experiment {name!r} is not on {where}"
+                              + (f" in project {project_name!r}" if project_name else "")
+                              + ": check the name, or push it from the local store (`opik-metrics experiments push`)",
+                              url)
+    if len(found) > 1:
+        raise OpikServerError(f"{len(found)} experiments on {where} are named {name!r}: this needs one experiment "
+                              "a name; rename the others in the Opik UI", url)
+    return found[0]
+
+
 def from_opik(client: Any, name: str, project_name: str | None = None) -> ExperimentRecords:
     """Experiment ``name`` from an Opik server through ``client`` (an ``opik.Opik``).
 
@@ -57,7 +80,7 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
     it returned, so the items' statistics (for corpus scores on each resample) are read from the
     spans of each item's trace, for the metrics whose recorded facts name a corpus score.
     """
-    experiment = client.get_experiment_by_name(name, project_name=project_name)
+    experiment = opik_experiment(client, name, project_name)
     data = experiment.get_experiment_data()
     config = data.metadata if isinstance(data.metadata, dict) else {}
     contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
@@ -75,7 +98,7 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
 
 
 def _server_name(client: Any) -> str:
-    url = getattr(getattr(client, "config", None), "url_override", None)
+    url = client_url(client)
     return f"Opik server at {url}" if url else "Opik server"
 
 

@@ -188,6 +188,15 @@ def api_failure(exc: BaseException, url: str | None, doing: str, transport: bool
     return None
 
 
+def client_url(client: Any) -> str | None:
+    """The server URL an Opik client talks to (None when it cannot tell: a stand-in client)."""
+    try:
+        url = client.config.url_override if client is not None else None
+    except Exception:  # noqa: BLE001 - a stand-in client without Opik's config
+        return None
+    return url if isinstance(url, str) else None
+
+
 @contextlib.contextmanager
 def server_errors(url: str | None, doing: str, transport: bool = True) -> Iterator[None]:
     """Turn an error of Opik's REST client inside the block into a one-line OpikServerError."""

@@ -17,7 +17,7 @@ from opik.types import BatchFeedbackScoreDict
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.opik_datasets import insert_items
-from opik_metrics.experiments.opik_server import choose_backend, server_errors
+from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
 
 
@@ -43,15 +43,6 @@ def _attachments(span: dict) -> list[opik.Attachment] | None:
     files = [a for a in span.get("attachments") or [] if Path(a["path"]).is_file()]
     return [opik.Attachment(data=a["path"], file_name=a["file_name"], content_type=a["content_type"])
             for a in files] or None
-
-
-def _client_url(client: Any) -> str | None:
-    """The server URL an Opik client talks to (None when it cannot tell: a stand-in client)."""
-    try:
-        url = client.config.url_override if client is not None else None
-    except Exception:  # noqa: BLE001 - a stand-in client without Opik's config
-        return None
-    return url if isinstance(url, str) else None
 
 
 def push_item(client: Any, item: StoredItem, project_name: str | None) -> str:
@@ -91,7 +82,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     if not scored:
         raise StoreError(f"experiment {name!r} in {store.path} has no scored items to push")
     target = "Opik"
-    url = _client_url(client)
+    url = client_url(client)
     if client is None:
         backend = choose_backend("opik")
         target, url = backend.reason, backend.url

@@ -60,7 +60,7 @@ def test_a_missing_experiment_names_the_stored_ones(tmp_path):
 
 
 class _FakeExperiment:
-    """What ``opik.Opik().get_experiment_by_name`` returns, over recorded experiment items."""
+    """What ``opik.Opik().get_experiments_by_name`` lists, over recorded experiment items."""
 
     def __init__(self, name, config, contents, scores):
         self.name, self.dataset_name = name, "shared"
@@ -83,8 +83,8 @@ class _FakeOpik:
         self._experiments = experiments
         self._traces = {tree.id: tree for tree in traces}
 
-    def get_experiment_by_name(self, name, project_name=None):
-        return self._experiments[name]
+    def get_experiments_by_name(self, name, project_name=None):
+        return [e for n, e in self._experiments.items() if name.lower() in n.lower()]   # Opik matches substrings
 
     def search_spans(self, project_name=None, trace_id=None, truncate=True, **ignored):
         """The spans of one trace, as the SDK lists them (flat), from what the emulator recorded."""

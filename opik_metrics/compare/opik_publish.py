@@ -1,0 +1,181 @@
+"""Write a publication (``compare/publication.py``) into Opik through its SDK: each experiment's
+experiment scores and metadata key, and the comparison's dashboard. Scores someone else logged are
+kept (read, merge, write); what an earlier publish wrote is replaced; publishing the same
+comparison twice writes nothing the second time. A refused write is one line saying which
+experiments already carry the new comparison and which do not.
+"""
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import opik
+from opik.rest_api.types.experiment_score import ExperimentScore
+
+from opik_metrics.compare.publication import METADATA_KEY
+from opik_metrics.compare.sources import opik_experiment
+from opik_metrics.experiments.opik_server import OpikServerError, api_failure
+
+_WIDGET_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e2f-9c1d-0a8b7e6f5d4c")
+
+
+@dataclass
+class PublishReport:
+    """What a publish did: the dashboard's id, and per experiment whether it was written and which
+    of the comparison's names were kept as someone else logged them."""
+
+    dashboard_id: str
+    dashboard_changed: bool
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Target:
+    name: str
+    id: str
+    scores: list[tuple[str, float]]
+    metadata: dict
+
+
+def _find_experiment(client: Any, name: str, project_name: str | None) -> _Target:
+    experiment = opik_experiment(client, name, project_name)
+    data = experiment.get_experiment_data()
+    scores = [(s.name, s.value) for s in data.experiment_scores or [] if s.name is not None]
+    metadata = copy.deepcopy(data.metadata) if isinstance(data.metadata, dict) else {}
+    return _Target(name=name, id=experiment.id, scores=scores, metadata=metadata)
+
+
+def _merge(target: _Target, plan: Mapping[str, Any], dashboard: dict) -> tuple[list[tuple[str, float]], dict, list]:
+    """The experiment's scores and metadata after publishing ``plan`` on it, and the names of the
+    plan it leaves as someone else logged them."""
+    previous = (target.metadata.get(METADATA_KEY) or {}).get("published_scores") or []
+    previous = set(previous) if isinstance(previous, list) else set()
+    foreign = [(n, v) for n, v in target.scores if n not in previous]
+    foreign_names = {n for n, _ in foreign}
+    ours = {n: v for n, v in plan["experiment_scores"].items() if n not in foreign_names}
+    kept = sorted(n for n in plan["experiment_scores"] if n in foreign_names)
+    record = {**plan["metadata"], "published_scores": sorted(ours), "dashboard": {**plan["metadata"]["dashboard"], **dashboard}}
+    if kept:
+        record["kept_existing_scores"] = kept
+    return foreign + list(ours.items()), {**target.metadata, METADATA_KEY: record}, kept
+
+
+def _widget_id(dashboard_name: str, role: str) -> str:
+    """A widget id fixed by the dashboard's name, so the same comparison gives the same config."""
+    return str(uuid.uuid5(_WIDGET_NAMESPACE, f"{dashboard_name}/{role}"))
+
+
+def dashboard_sections(name: str, markdown: str) -> list[dict]:
+    """One section: the comparison's markdown table over an experiment leaderboard."""
+    d = opik.dashboard
+    table, board = _widget_id(name, "table"), _widget_id(name, "leaderboard")
+    section = d.DashboardSection(
+        title="Comparison", id=_widget_id(name, "section"),
+        widgets=[d.DashboardWidget(type=d.WidgetType.TEXT_MARKDOWN.value, id=table, title="Is the difference real?",
+                                   config=d.TextMarkdownConfig(content=markdown)),
+                 d.DashboardWidget(type=d.WidgetType.EXPERIMENT_LEADERBOARD.value, id=board, title="Leaderboard",
+                                   config=d.ExperimentLeaderboardConfig())],
+        layout=[d.DashboardLayoutItem(i=table, x=0, y=0, w=6, h=8),
+                d.DashboardLayoutItem(i=board, x=0, y=8, w=6, h=4)])
+    return [section.to_jsonable()]
+
+
+def _publish_dashboard(client: Any, spec: Mapping[str, Any], project_name: str | None) -> tuple[Any, bool]:
+    sections = dashboard_sections(spec["name"], spec["markdown"])
+    found = [b for b in client.get_dashboards(name=spec["name"]) if b.name == spec["name"]]
+    if found:
+        board = found[0]
+        if board.config.get("sections") == sections:
+            return board, False
+        board.replace_sections(sections)
+        return board, True
+    return client.create_dashboard(name=spec["name"], type=opik.dashboard.DashboardType.EXPERIMENTS.value,
+                                   description="opik-metrics compare --publish: intervals, paired tests, verdicts",
+                                   project_name=project_name, sections=sections), True
+
+
+def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | None = None,
+            url: str | None = None) -> PublishReport:
+    """Write ``publication`` through ``client`` (an ``opik.Opik``). Every experiment is read before
+    anything is written; the dashboard is written first, then each experiment in one update.
+
+    Raises OpikServerError (one line) when an experiment is missing or ambiguous, or when the server
+    refuses a write; the message names the experiments already published and those left to do.
+    """
+    names = list(publication["experiments"])
+    doing = "reading the experiments to publish the comparison on"
+    try:
+        targets = [_find_experiment(client, name, project_name) for name in names]
+        doing = f"the comparison's dashboard {publication['dashboard']['name']!r}"
+        board, changed = _publish_dashboard(client, publication["dashboard"], project_name)
+    except OpikServerError:
+        raise
+    except Exception as exc:
+        failure = api_failure(exc, url, doing)
+        if failure is None:
+            raise
+        raise OpikServerError(f"{failure}; nothing was published", url, failure.status) from None
+    report = PublishReport(dashboard_id=board.id, dashboard_changed=changed)
+    link = {"id": board.id}
+    for target in targets:
+        scores, metadata, kept = _merge(target, publication["experiments"][target.name], link)
+        if kept:
+            report.kept[target.name] = kept
+        if scores == target.scores and metadata == target.metadata:
+            report.unchanged.append(target.name)
+            continue
+        try:
+            # One PATCH carries both, so an experiment never holds scores of one comparison and the
+            # metadata of another (Opik.update_experiment and log_experiment_scores would be two).
+            client.rest_client.experiments.update_experiment(
+                target.id, metadata=metadata,
+                experiment_scores=[ExperimentScore(name=n, value=v) for n, v in scores])
+        except Exception as exc:
+            failure = api_failure(exc, url, f"the update of experiment {target.name!r}")
+            if failure is None:
+                raise
+            done = report.written + report.unchanged
+            left = [t.name for t in targets if t.name not in done]
+            raise OpikServerError(
+                f"{failure}; the comparison (fingerprint {publication['fingerprint']}) is published on "
+                f"{', '.join(done) or 'no experiment'} and not on {', '.join(left)}: run the same command again "
+                "to finish (publishing is idempotent)", url, failure.status) from None
+        report.written.append(target.name)
+    return report
+
+
+def require_pushed(store: Any, names: list[str]) -> None:
+    """Raise ValueError naming the push command for each experiment that is only in ``store``
+    (an ExperimentStore): publishing writes onto experiments on the server."""
+    unpushed = [name for name in names if not store.info(name).pushed_at]
+    if unpushed:
+        commands = "; ".join(f"opik-metrics experiments push {n} --store {store.path}" for n in unpushed)
+        raise ValueError(f"{', '.join(unpushed)} {'is' if len(unpushed) == 1 else 'are'} only in the local store "
+                         f"{store.path}; publishing writes onto experiments on an Opik server: push "
+                         f"{'it' if len(unpushed) == 1 else 'them'} first ({commands}), then publish again")
+
+
+def publish_comparison(comparison: Mapping[str, Any], *, client: Any = None, project_name: str | None = None,
+                       store: Any = None) -> PublishReport:
+    """Publish a comparison (``compare_experiments``'s result) onto its experiments on an Opik server.
+    ``store``: the local store it was made from (each experiment must have been pushed). Without
+    ``client``, the configured server must answer (a one-line error within seconds otherwise)."""
+    from opik_metrics.compare.publication import build_publication
+    from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
+
+    publication = build_publication(comparison)
+    if store is not None:
+        require_pushed(store, list(publication["experiments"]))
+    url = None
+    if client is None:
+        backend = choose_backend("opik")
+        url = backend.url
+        with server_errors(url, "connecting the Opik client"):
+            client = opik.Opik(project_name=project_name)
+    else:
+        url = client_url(client)
+    return publish(publication, client, project_name=project_name, url=url)
