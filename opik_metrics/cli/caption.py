@@ -89,6 +89,9 @@ def _quiet_model_loading() -> None:
 
 
 def cmd_caption(args: argparse.Namespace) -> int:
+    from opik_metrics.pipelines.captioning.conceptual_captions import check_source
+
+    check_source(args.tsv, args.hf_dataset, args.limit)      # usage errors before the heavy imports
     from opik_metrics.images import ImageFetcher
     from opik_metrics.pipelines.captioning.pipeline import DEFAULT_METRICS, run_captioning
 

@@ -69,16 +69,16 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")
+    if not args.output and not (args.publish or args.dry_run):
+        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+
     settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                                top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
                                all_scores=args.all_scores)
     settings.check()
-    if not args.output and not (args.publish or args.dry_run):
-        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
     experiments, source = load_for_compare(args)
     comparison = compare_experiments(experiments, settings, source=source)
     if args.dry_run:

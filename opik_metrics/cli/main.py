@@ -1,5 +1,5 @@
-"""The ``opik-metrics`` command: one module per sub-command (score, explain, caption, experiments,
-compare), each run through the one error path of ``cli.errors``."""
+"""The ``opik-metrics`` command: one module per sub-command, each run through the one error path
+of ``cli.errors``."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,9 @@ from opik_metrics.cli.errors import CLIError, check_arguments, fail, parse_argum
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="opik-metrics", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
+        "(with or without an Opik server). `opik-metrics COMMAND --help` tells more.")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (score, explain, caption, experiments, compare):
         command.register(sub)

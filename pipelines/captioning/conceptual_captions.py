@@ -198,3 +198,14 @@ def take(rows: Iterable[CaptionRow], limit: int | None = None, sample: bool = Fa
             if slot < limit:
                 reservoir[slot] = row
     return sorted(reservoir, key=lambda r: r.row)
+
+
+def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
+    """Exactly one dataset source and a sane limit, checked before anything heavy is loaded."""
+    if (tsv is None) == (hf_dataset is None):
+        raise ValueError("give exactly one dataset source: a TSV (--tsv PATH_OR_URL) or a Hugging Face "
+                         f"dataset (--hf-dataset {HF_DATASET})")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    if isinstance(hf_dataset, str):
+        require_datasets()

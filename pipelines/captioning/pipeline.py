@@ -15,22 +15,11 @@ from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL
 
-from opik_metrics.pipelines.captioning.conceptual_captions import HF_DATASET, read_hf, read_tsv, require_datasets, take
+from opik_metrics.pipelines.captioning.conceptual_captions import check_source, read_hf, read_tsv, take
 from opik_metrics.images import ImageFetcher
 from opik_metrics.pipelines.captioning.task import CaptionTask
 
 DEFAULT_METRICS = ("rouge", "bleu", "cider")
-
-
-def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
-    """Exactly one dataset source and a sane limit, checked before anything heavy is loaded."""
-    if (tsv is None) == (hf_dataset is None):
-        raise ValueError("give exactly one dataset source: a TSV (--tsv PATH_OR_URL) or a Hugging Face "
-                         f"dataset (--hf-dataset {HF_DATASET})")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ValueError(f"limit: expected a positive integer, got {limit!r}")
-    if isinstance(hf_dataset, str):
-        require_datasets()
 
 
 def read_items(tsv: str | None = None, hf_dataset: str | Any | None = None, split: str = "validation",

@@ -9,7 +9,7 @@ import torch
 from opik_metrics.experiments.opik_server import OpikServerUnavailable, choose_backend
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.neural.models.causal_lm import load_causal_lm
-from opik_metrics.pipelines.distillation import pipeline as distillation
+from opik_metrics.pipelines.distillation import command as distillation
 from opik_metrics.pipelines.distillation.data import HELDOUT_TEXTS, TRAIN_TEXTS, heldout_items
 from tests.neural.lm_fixtures import build_llama, one_torch_thread  # noqa: F401
 
