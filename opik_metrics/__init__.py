@@ -26,6 +26,7 @@ _PUBLIC = {
     "DistillationKL": "opik_metrics.metrics.distillation",
     "distillation_loss": "opik_metrics.neural.lm.distillation_loss",
     "EvaluateMetric": "opik_metrics.metrics.evaluate_module",
+    "evaluate": "opik_metrics.experiments.evaluate",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -26,7 +26,11 @@ from opik.rest_api.types.dashboard_page_public import DashboardPagePublic
 from opik.rest_api.types.dashboard_public import DashboardPublic
 from opik.rest_api.types.dashboard_update_public import DashboardUpdatePublic
 from opik.rest_api.types.dashboard_write import DashboardWrite
+from opik.rest_api.types.dataset import Dataset
+from opik.rest_api.types.dataset_item import DatasetItem
+from opik.rest_api.types.dataset_item_batch import DatasetItemBatch
 from opik.rest_api.types.dataset_item_page_compare import DatasetItemPageCompare
+from opik.rest_api.types.dataset_item_page_public import DatasetItemPagePublic
 from opik.rest_api.types.dataset_item_public import DatasetItemPublic
 from opik.rest_api.types.dataset_public import DatasetPublic
 from opik.rest_api.types.dataset_version_page_public import DatasetVersionPagePublic
@@ -35,6 +39,7 @@ from opik.rest_api.types.experiment_item import ExperimentItem
 from opik.rest_api.types.experiment_public import ExperimentPublic
 from opik.rest_api.types.experiment_score import ExperimentScore
 from opik.rest_api.types.experiment_update import ExperimentUpdate
+from opik.rest_api.types.project_detailed import ProjectDetailed
 from opik.rest_api.types.span_public import SpanPublic
 from opik.rest_api.types.workspace_name_holder import WorkspaceNameHolder
 
@@ -170,6 +175,12 @@ class OpikRestServer:
         p = path.removeprefix("/api")
         if p == "/is-alive/ping":
             return 200, {"healthy": True}, False
+        if method == "GET" and p == "/is-alive/ver":
+            return 200, {"version": "2.2.122"}, False
+        if method == "POST" and p == "/v1/private/projects/retrieve":
+            if not set(body or {}) <= {"name", "includeStats"}:
+                raise ValueError(f"projects/retrieve: unknown fields {sorted(set(body) - {'name', 'includeStats'})}")
+            return 200, _public(ProjectDetailed, {"id": "01a20000-0000-7000-8000-000000000001", "name": body["name"]}), False
         if method == "GET" and p == "/v1/private/auth/workspace":
             return 200, _public(WorkspaceNameHolder, {"workspace_name": "default"}), False
         if method == "POST" and p == "/v1/private/experiments/finish":
@@ -219,6 +230,27 @@ class OpikRestServer:
                 if "experiment_scores" in body:
                     experiment["experiment_scores"] = list(body["experiment_scores"])
                 return 204, None, False
+        if method == "POST" and p == "/v1/private/datasets":
+            check_body(Dataset, body)
+            if any(d["name"] == body["name"] for d in self.datasets.values()):
+                return 409, {"errors": ["a dataset of that name exists"]}, False
+            dataset_id = body.get("id") or generate_id()
+            self.datasets[dataset_id] = {"id": dataset_id, "name": body["name"], "created_at": _NOW}
+            self.dataset_items[dataset_id] = []
+            return 201, None, False
+        if method == "PUT" and p == "/v1/private/datasets/items":
+            check_body(DatasetItemBatch, body)
+            found = [i for i, d in self.datasets.items()
+                     if i == body.get("dataset_id") or d["name"] == body.get("dataset_name")]
+            if not found:
+                return 404, {"errors": ["dataset not found"]}, False
+            rows = self.dataset_items[found[0]]
+            for item in body["items"]:
+                check_body(DatasetItem, item)
+                if not any(r["data"] == item["data"] for r in rows):      # Opik keeps one row per content
+                    rows.append({"id": item.get("id") or generate_id(), "data": item["data"],
+                                 "source": item.get("source", "sdk")})
+            return 204, None, False
         if method == "POST" and p == "/v1/private/datasets/retrieve":
             found = [d for d in self.datasets.values() if d["name"] == (body or {}).get("dataset_name")]
             if not found:
@@ -227,6 +259,14 @@ class OpikRestServer:
         match = re.fullmatch(r"/v1/private/datasets/([^/]+)", p)
         if method == "GET" and match and match.group(1) in self.datasets:
             return 200, _public(DatasetPublic, self.datasets[match.group(1)]), False
+        match = re.fullmatch(r"/v1/private/datasets/([^/]+)/items", p)
+        if method == "GET" and match and match.group(1) in self.datasets:
+            page = int((query.get("page") or ["1"])[0])
+            size = int((query.get("size") or ["100"])[0])
+            rows = [{**r, "dataset_id": match.group(1)} for r in self.dataset_items[match.group(1)]]
+            content = rows[(page - 1) * size: page * size]
+            return 200, _public(DatasetItemPagePublic, {"page": page, "size": len(content), "total": len(rows),
+                                                        "content": content}), False
         match = re.fullmatch(r"/v1/private/datasets/([^/]+)/versions", p)
         if method == "GET" and match and match.group(1) in self.datasets:    # unversioned datasets only
             return 200, _public(DatasetVersionPagePublic, {"page": 1, "size": 0, "total": 0, "content": []}), False

@@ -49,6 +49,7 @@ def run_experiment(
     progress: bool = True,
     retry_failed: bool = False,
     overwrite: bool = False,
+    task_threads: int = 1,
 ) -> ExperimentSummary:
     """Run ``task`` over ``items`` and score each output with ``metrics``.
 
@@ -58,7 +59,8 @@ def run_experiment(
     ``scorers`` are experiment-level (default: the metrics' ``experiment_score``, e.g. corpus BLEU).
     ``backend``: "auto" (Opik when configured, else local; an explicit ``store`` means local),
     "local" or "opik". Locally, a re-run of the same name and config resumes; ``retry_failed``
-    re-runs failed items; ``overwrite`` replaces a stored experiment of that name.
+    re-runs failed items; ``overwrite`` replaces a stored experiment of that name. ``task_threads``:
+    ``opik.evaluate``'s threads on a server (the local store runs items in order).
     """
     items = list(items)
     metrics = list(metrics)
@@ -73,7 +75,7 @@ def run_experiment(
     if chosen.kind == "opik":
         summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                            scorers=scorers, url=chosen.url, project_name=project_name,
-                           chunk_size=chunk_size, progress=progress)
+                           chunk_size=chunk_size, progress=progress, task_threads=task_threads)
         summary.parts = parts
         return summary
     owned = not isinstance(store, ExperimentStore)
