@@ -45,7 +45,7 @@ td.pair { white-space: nowrap; }
 table.wide { width: 100%; }
 .table-wrap { overflow-x: auto; }
 .metric { margin: 0 0 18px; padding: 4px 16px 8px; border: 1px solid var(--line); border-radius: 8px; }
-.metric h3 { margin-top: 12px; }
+details.metric > summary { font-size: 1.02rem; padding: 6px 0; }
 .direction { font-size: 0.85rem; font-weight: 600; padding: 1px 8px; border-radius: 10px; margin-left: 8px;
              background: var(--neutral-bg); }
 .direction.lower { background: #fff1c2; }
@@ -215,7 +215,7 @@ def _header(comparison: dict) -> str:
     subtitle = " vs ".join(esc(n) for n in names)
     return (f'<header><h1>Experiment comparison</h1><p class="subtitle">{subtitle}</p>'
             f'<dl class="meta">{meta}</dl>'
-            '<nav class="toc"><a href="#experiments">Experiments</a><a href="#summary">Summary</a>'
+            '<nav class="toc"><a href="#summary">Summary</a><a href="#experiments">Experiments</a>'
             '<a href="#plots">Plots</a><a href="#largest">Largest differences</a>'
             '<a href="#failed">Failed items</a><a href="#notes">Notes</a>'
             '<a href="#config">Configuration</a></nav></header>')
@@ -267,8 +267,8 @@ def _pair_cells(pair: dict, entry: dict | None, metric: dict) -> list[str]:
     """One pair's cells for one metric: values, delta with its interval, p-value, verdict, W/T/L, note."""
     label = f"{esc(pair.get('system'))} <span class=\"missing\">vs</span> {esc(pair.get('baseline'))}"
     if entry is None:
-        return [label] + [_DASH] * 8 + ["not compared"]
-    return [label, fmt_num(entry.get("baseline")), fmt_num(entry.get("system")), _delta_html(entry, metric),
+        return [label] + [_DASH] * 6 + ["not compared"]
+    return [label, _delta_html(entry, metric),
             fmt_interval(entry.get("delta_low"), entry.get("delta_high"), signed=True),
             html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric), fmt_num(entry.get("n")),
             _wtl(entry), esc(entry.get("note"))]
@@ -276,12 +276,11 @@ def _pair_cells(pair: dict, entry: dict | None, metric: dict) -> list[str]:
 
 def _pairs_table(comparison: dict, metric: dict) -> str:
     """Delta, interval, p-value, significance and wins/ties/losses of each pair for one metric."""
-    classes = ["pair", "num", "num", "num", "num", "num", "", "num", "num", "note"]
+    classes = ["pair", "num", "num", "num", "", "num", "num", "note"]
     rows = [_cells(_pair_cells(pair, (pair.get("metrics") or {}).get(metric.get("name")), metric), classes)
             for pair in comparison.get("pairs") or []]
-    headers = ["System vs baseline", "Baseline", "System", "Delta",
-               f"{_confidence(comparison)} CI of delta".strip(), "p-value", "Significance",
-               "Paired items", "Wins / ties / losses", "Note"]
+    headers = ["System vs baseline", "Delta", f"{_confidence(comparison)} CI of delta".strip(), "p-value",
+               "Significance", "Paired items", "Wins / ties / losses", "Note"]
     return _table(headers, rows, classes, wide=True)
 
 
@@ -293,17 +292,58 @@ def _metric_block(comparison: dict, metric: dict, anchor: str) -> str:
     pairs = ""
     if comparison.get("pairs"):
         pairs = "<h4>Paired comparison</h4>" + _pairs_table(comparison, metric)
-    return (f'<article class="metric" id="{anchor}"><h3>{esc(metric.get("name"))}{_direction_label(metric)}'
-            f'<span class="kind">{kind}{scale}</span></h3>{signature_html}'
-            f"{_scores_table(comparison, metric)}{pairs}</article>")
+    return (f'<details class="metric" id="{anchor}"><summary>{esc(metric.get("name"))}{_direction_label(metric)}'
+            f'<span class="kind">{kind}{scale}</span></summary>{signature_html}'
+            f"{_scores_table(comparison, metric)}{pairs}</details>")
+
+
+def _value_with_interval(entry: dict | None) -> str:
+    if entry is None:
+        return '<span class="missing">not computed</span>'
+    return f"{fmt_num(entry.get('value'))} {fmt_interval(entry.get('low'), entry.get('high'))}"
+
+
+def _glance_table(comparison: dict, pair: dict) -> str:
+    """One row per score: both experiments' values with intervals, the difference with its interval,
+    p and the verdict in the score's direction."""
+    baseline, system = pair.get("baseline"), pair.get("system")
+    scores = comparison.get("scores") or {}
+    classes = ["", "num", "num", "num", "num", ""]
+    rows = []
+    for metric in _metrics(comparison):
+        name = metric.get("name")
+        entry = (pair.get("metrics") or {}).get(name)
+        higher = _higher_is_better(metric)
+        cells = [f'{esc(name)} <span class="missing" title="{"higher" if higher else "lower"} is better">'
+                 f'{"↑" if higher else "↓"}</span>',
+                 _value_with_interval((scores.get(name) or {}).get(baseline)),
+                 _value_with_interval((scores.get(name) or {}).get(system))]
+        if entry is None:
+            cells += [_DASH, _DASH, "not compared"]
+        else:
+            cells += [f"{_delta_html(entry, metric)} "
+                      f"{fmt_interval(entry.get('delta_low'), entry.get('delta_high'), signed=True)}",
+                      html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric)]
+        rows.append(_cells(cells, classes))
+    confidence = _confidence(comparison)
+    headers = [esc("Score"), f"{esc(baseline)} (baseline)", esc(system),
+               esc(f"Difference [{confidence} CI]" if confidence else "Difference [CI]"), "p", "Verdict"]
+    return (f'<h3>{esc(system)} <span class="missing">vs</span> {esc(baseline)}'
+            f' <span class="kind">{fmt_num(pair.get("shared_items"))} shared items</span></h3>'
+            + _table(headers, rows, classes, wide=True))
 
 
 def _summary_section(comparison: dict, anchors: dict[str, str]) -> str:
+    """The comparison at a glance (a table per pair), then each score's detail, folded."""
+    tables = "".join(_glance_table(comparison, pair) for pair in comparison.get("pairs") or [])
     blocks = "".join(_metric_block(comparison, m, anchors[m.get("name")]) for m in _metrics(comparison))
-    intro = ("<p>Delta is system minus baseline on the items both scored with a finite value (paired items); "
-             "wins / ties / losses count items where the system is better / equal / worse, in the metric's "
-             "direction. Significance is n/a where too few items pair up for a verdict, or none do.</p>")
-    return f'<section id="summary"><h2>Summary</h2>{intro}{blocks or "<p>No metrics.</p>"}</section>'
+    intro = ("<p>Each value with its interval; the difference is system minus baseline on the items both "
+             "scored with a finite value; the verdict follows each score's direction (↑ higher is better, "
+             "↓ lower). n/a: too few items pair up for a verdict, or none do.</p>")
+    detail = ("<h3>Each score in detail</h3><p>Items, failures, wins / ties / losses (items where the system is "
+              "better / equal / worse in the score's direction) and notes: open a score to see them.</p>")
+    return (f'<section id="summary"><h2>Summary</h2>{intro}{tables or "<p>Nothing to compare.</p>"}'
+            f'{detail}{blocks or "<p>No metrics.</p>"}</section>')
 
 
 def _figure(plot: PlotFile) -> str:
@@ -438,7 +478,7 @@ def render_html(comparison: dict, plots: Sequence[PlotFile]) -> str:
     version = (comparison.get("versions") or {}).get("opik-metrics")
     footer = (f"<footer>Generated by opik-metrics {esc(version) if version else ''} · schema "
               f"{esc(comparison.get('schema'))}</footer>")
-    body = "".join([_header(comparison), _experiments_section(comparison), _summary_section(comparison, anchors),
+    body = "".join([_header(comparison), _summary_section(comparison, anchors), _experiments_section(comparison),
                     _plots_section(plots), _largest_section(comparison), _failed_section(comparison),
                     _notes_section(comparison), _config_section(comparison), footer])
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -52,6 +52,7 @@ def screenshot(html_path: str | Path, png_path: str | Path, width: int = 1280, h
     return png_path
 
 
-def dump_dom(html_path: str | Path) -> str:
-    """The page's DOM serialised after it loaded (scripts of the page have run)."""
-    return _run(["--dump-dom", Path(html_path).resolve().as_uri()]).stdout
+def dump_dom(html_path: str | Path, width: int = 1280, height: int = 2400) -> str:
+    """The page's DOM serialised after it loaded in a ``width`` x ``height`` window (scripts of the
+    page have run)."""
+    return _run(["--dump-dom", f"--window-size={width},{height}", Path(html_path).resolve().as_uri()]).stdout

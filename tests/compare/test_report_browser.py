@@ -110,3 +110,32 @@ def test_every_image_is_a_loaded_picture(rendered):
     assert [row[0] for row in loaded] == [html.unescape(s) for s in sources]
     for source, complete, width, height in loaded:
         assert complete and (width, height) == (640, 360), source
+
+
+_WIDTH_PROBE = """<script>
+window.addEventListener("load", () => {
+  document.querySelectorAll("details").forEach(d => d.open = true);   // folded detail must fit too
+  const page = document.documentElement.clientWidth;
+  const wide = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const box = el.getBoundingClientRect();
+    if (box.right > page + 0.5 || el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible")
+      wide.push(el.tagName + "." + el.className + " " + Math.round(box.right) + " / " + el.scrollWidth);
+  }
+  const out = document.createElement("pre");
+  out.id = "width-result";
+  out.textContent = JSON.stringify({page: page, scroll: document.documentElement.scrollWidth, wide: wide});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def test_every_table_fits_a_1280_px_window_without_scrolling(rendered):
+    _, files, _, _ = rendered
+    probe = files.html.parent / "width-probe.html"   # the page with a measuring script: the report has none
+    probe.write_text(files.html.read_text(encoding="utf-8").replace("</body>", _WIDTH_PROBE + "</body>"),
+                     encoding="utf-8")
+    dom = browser.dump_dom(probe, width=WIDTH)
+    result = json.loads(html.unescape(re.search(r'<pre id="width-result">(.*?)</pre>', dom, re.S).group(1)))
+    assert result["page"] == WIDTH and result["scroll"] <= WIDTH
+    assert result["wide"] == []

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from opik_metrics.compare.html_report import _significance, fmt_num, fmt_p, render_html
+from opik_metrics.compare.html_report import _significance, fmt_interval, fmt_num, fmt_p, render_html
 from opik_metrics.compare.plots import (SECTION_DIFFERENCES, SECTION_DISTRIBUTIONS, SECTION_MEANS, PlotFile,
                                         iter_figures)
 from opik_metrics.compare.report import ReportFiles, write_report
@@ -62,8 +62,8 @@ def _anchor(metric: str) -> str:
 
 
 def _article(text: str, metric: str) -> str:
-    """The summary block of one metric."""
-    match = re.search(rf'<article class="metric" id="{_anchor(metric)}">(.*?)</article>', text, re.S)
+    """The folded detail block of one metric."""
+    match = re.search(rf'<details class="metric" id="{_anchor(metric)}">(.*?)</details>', text, re.S)
     assert match, metric
     return match.group(1)
 
@@ -139,7 +139,7 @@ def test_page_has_every_section(three):
         assert f'id="{_anchor(metric["name"])}"' in text
     for note in comparison["notes"]:
         assert html.escape(note) in text
-    assert len(page.all("details")) == len(comparison["experiments"]) + 1
+    assert len(page.all("details")) == len(comparison["experiments"]) + 1 + len(comparison["metrics"])
     for experiment in comparison["experiments"]:
         assert html.escape(experiment["model"]) in text
 
@@ -161,6 +161,34 @@ def test_summary_tables_show_values_intervals_and_tests(three):
     assert "significant: better" in rouge1 and "significant: worse" in rouge1  # b beats a; c loses to b
     corpus = _article(text, "corpus_bleu")
     assert "corpus-level score" in corpus and "/ — /" not in corpus and "<td class=\"num\">—</td>" in corpus
+
+
+def _glance(text: str, system: str, baseline: str) -> str:
+    """The at-a-glance table of one pair."""
+    start = text.index(f'<h3>{html.escape(system)} <span class="missing">vs</span> {html.escape(baseline)}')
+    return text[start:text.index("</table>", start)]
+
+
+def test_the_summary_opens_with_a_table_per_pair_of_every_score(three):
+    comparison, _, text, _ = three
+    summary = text[text.index('id="summary"'):]
+    assert summary.index("<table") < summary.index("<details")             # the glance tables come first
+    for pair in comparison["pairs"]:
+        table = _glance(text, pair["system"], pair["baseline"])
+        rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+        assert len(rows) == len(comparison["metrics"])
+        for metric, row in zip(comparison["metrics"], rows):
+            name, entry = metric["name"], pair["metrics"][metric["name"]]
+            assert row.startswith(f"<td>{html.escape(name)} ")
+            assert ("↑" if metric["higher_is_better"] else "↓") in row
+            for side in ("baseline", "system"):
+                value = comparison["scores"][name].get(pair[side])
+                if value is not None:
+                    assert f"{fmt_num(value['value'])} {fmt_interval(value['low'], value['high'])}" in row
+            if entry["p_value"] is not None:
+                assert html.escape(fmt_p(entry["p_value"])) in row
+                assert fmt_num(entry["delta"], signed=True) in row
+                assert ("significant:" if entry["significant"] else "not significant") in row or "n/a" in row
 
 
 def test_missing_metric_and_missing_test_are_explained(three):
