@@ -84,37 +84,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         from opik_metrics.compare.publication import build_publication
 
-        json.dump(build_publication(comparison), sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(build_publication(comparison, args.project), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    if args.output:
-        print_report(comparison, args)
-    if args.publish:
-        from opik_metrics.compare.opik_publish import publish_comparison
-
-        report = publish_comparison(comparison, project_name=args.project)
-        print(f"published on {len(report.written)} experiment(s)"
-              + (f", unchanged on {', '.join(report.unchanged)}" if report.unchanged else "")
-              + f"; dashboard {report.dashboard_id}" + ("" if report.dashboard_changed else " (unchanged)"))
-        for name, kept in report.kept.items():
-            print(f"{name}: kept as logged before, not overwritten: {', '.join(kept)}")
-    return 0
-
-
-def print_report(comparison: dict, args: argparse.Namespace) -> None:
-    """Write the report folder and print the summary (or the whole comparison as JSON)."""
-    from opik_metrics.compare.report import write_report
-
-    try:
-        files = write_report(comparison, args.output)
-    except OSError as exc:
-        raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+    files = write_report_to(comparison, args.output) if args.output else None
     if args.format == "json":
         json.dump(comparison, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         print(format_comparison(comparison))
-        print(f"\nreport: {files.html}\ndata:   {files.json}")
+        if files is not None:
+            print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        from opik_metrics.compare.opik_publish import publish_comparison
+
+        report = publish_comparison(comparison, project_name=args.project)
+        say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
+        print(f"published on {len(report.written)} experiment(s)"
+              + (f", unchanged on {', '.join(report.unchanged)}" if report.unchanged else "")
+              + f"; dashboard {report.dashboard_id}" + ("" if report.dashboard_changed else " (unchanged)"), file=say)
+        for name, kept in report.kept.items():
+            for score, (theirs, ours) in kept.items():
+                print(f"{name}: {score} was logged before as {theirs:.6g}; kept (this comparison has {ours:.6g})",
+                      file=say)
+    return 0
+
+
+def write_report_to(comparison: dict, folder: str) -> Any:
+    """Write the report folder (a one-line error when it cannot be written)."""
+    from opik_metrics.compare.report import write_report
+
+    try:
+        return write_report(comparison, folder)
+    except OSError as exc:
+        raise ValueError(f"cannot write the report to {folder}: {exc}") from None
 
 
 def register(subparsers: Any) -> None:

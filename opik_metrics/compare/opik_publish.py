@@ -7,6 +7,7 @@ experiments already carry the new comparison and which do not.
 from __future__ import annotations
 
 import copy
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -24,13 +25,13 @@ _WIDGET_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e2f-9c1d-0a8b7e6f5d4c")
 @dataclass
 class PublishReport:
     """What a publish did: the dashboard's id, and per experiment whether it was written and which
-    of the comparison's names were kept as someone else logged them."""
+    of the comparison's names were kept as someone else logged them, with a different value."""
 
     dashboard_id: str
     dashboard_changed: bool
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    kept: dict[str, list[str]] = field(default_factory=dict)
+    kept: dict[str, dict[str, list[float]]] = field(default_factory=dict)   # experiment -> name -> [theirs, ours]
 
 
 @dataclass
@@ -49,16 +50,25 @@ def _find_experiment(client: Any, name: str, project_name: str | None) -> _Targe
     return _Target(name=name, id=experiment.id, scores=scores, metadata=metadata)
 
 
-def _merge(target: _Target, plan: Mapping[str, Any], dashboard: dict) -> tuple[list[tuple[str, float]], dict, list]:
-    """The experiment's scores and metadata after publishing ``plan`` on it, and the names of the
-    plan it leaves as someone else logged them."""
-    previous = (target.metadata.get(METADATA_KEY) or {}).get("published_scores") or []
-    previous = set(previous) if isinstance(previous, list) else set()
-    foreign = [(n, v) for n, v in target.scores if n not in previous]
-    foreign_names = {n for n, _ in foreign}
-    ours = {n: v for n, v in plan["experiment_scores"].items() if n not in foreign_names}
-    kept = sorted(n for n in plan["experiment_scores"] if n in foreign_names)
-    record = {**plan["metadata"], "published_scores": sorted(ours), "dashboard": {**plan["metadata"]["dashboard"], **dashboard}}
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9,
+                                                                                        abs_tol=1e-12)
+
+
+def _merge(target: _Target, plan: Mapping[str, Any], dashboard: dict) -> tuple[list[tuple[str, float]], dict, dict]:
+    """The experiment's scores and metadata after publishing ``plan`` on it, and the plan's names
+    it leaves as someone else logged them (name -> [their value, ours]).
+
+    A score is ours to replace only while it holds the value an earlier publish wrote (recorded in
+    the metadata); any other score is kept. One already holding our value is left as it is."""
+    previous = (target.metadata.get(METADATA_KEY) or {}).get("published_scores")
+    previous = previous if isinstance(previous, dict) else {}
+    foreign = [(n, v) for n, v in target.scores if not (n in previous and _same(v, previous[n]))]
+    theirs = dict(foreign)
+    ours = {n: v for n, v in plan["experiment_scores"].items() if n not in theirs}
+    kept = {n: [theirs[n], v] for n, v in plan["experiment_scores"].items() if n in theirs and not _same(theirs[n], v)}
+    record = {**plan["metadata"], "published_scores": ours,
+              "dashboard": {**plan["metadata"]["dashboard"], **dashboard}}
     if kept:
         record["kept_existing_scores"] = kept
     return foreign + list(ours.items()), {**target.metadata, METADATA_KEY: record}, kept
@@ -167,7 +177,7 @@ def publish_comparison(comparison: Mapping[str, Any], *, client: Any = None, pro
     from opik_metrics.compare.publication import build_publication
     from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
 
-    publication = build_publication(comparison)
+    publication = build_publication(comparison, project_name)
     if store is not None:
         require_pushed(store, list(publication["experiments"]))
     url = None

@@ -14,11 +14,15 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.compare.analysis import VERDICT_NONE
+from opik_metrics.compare.analysis import VERDICT_NONE, VERDICT_SIGNIFICANT
 
 SCHEMA = "opik-metrics/publication/1"
 METADATA_KEY = "opik_metrics_comparison"
 MAX_DIFF_FACTOR = 10 ** 6
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def interval_names(score: str, confidence: float) -> tuple[str, str]:
@@ -28,14 +32,25 @@ def interval_names(score: str, confidence: float) -> tuple[str, str]:
     return f"{score}.ci{level}_low", f"{score}.ci{level}_high"
 
 
-def diff_factor(deltas: Sequence[float]) -> int:
-    """The power of ten (1, 10, 100 ...) that shows the largest of ``deltas`` with three
-    significant digits at two decimals (at least 1.00 after scaling); 1 when all are zero."""
-    largest = max((abs(d) for d in deltas if d is not None and math.isfinite(d)), default=0.0)
-    factor = 1
-    while 0 < largest * factor < 1 and factor < MAX_DIFF_FACTOR:
+def diff_factor(deltas: Sequence[float], bounds: Sequence[Any] = (None, None)) -> int:
+    """The power of ten a score's differences are published at: 100 (points) for a score declared
+    within [-1, 1], else 1; then as large as needed for every non-zero difference to show two
+    significant figures at two decimals (at least 0.10 once scaled). Capped at 10**6."""
+    low, high = (list(bounds or ()) + [None, None])[:2]
+    factor = 100 if _finite(low) and _finite(high) and -1 <= low and high <= 1 else 1
+    smallest = min((abs(d) for d in deltas if _finite(d) and d != 0), default=0.0)
+    while 0 < smallest * factor < 0.1 and factor < MAX_DIFF_FACTOR:
         factor *= 10
     return factor
+
+
+def p_percent(p_value: float, significant: bool, alpha: float) -> float:
+    """p in percent as published; a significant p that two decimals would round up to the level
+    (4.995 at alpha 0.05) is rounded down instead, so the UI never shows 5.00 beside a verdict."""
+    value = round(p_value * 100, 12)
+    if significant and round(value, 2) >= alpha * 100:
+        return math.floor(value * 100) / 100
+    return value
 
 
 def pair_names(score: str, baseline: str, factor: int) -> dict[str, str]:
@@ -65,7 +80,8 @@ def _pair_summary(pair: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]])
             "p_value": entry["p_value"], "verdict": entry["verdict"],
             "direction_verdict": directed_verdict(entry, pair["system"]), "n": entry["n"],
             "wins": entry["wins"], "ties": entry["ties"], "losses": entry["losses"], "note": entry.get("note")}
-    return {"system": pair["system"], "shared_items": pair["shared_items"], "scores": out}
+    return {"baseline": pair["baseline"], "system": pair["system"], "shared_items": pair["shared_items"],
+            "scores": out}
 
 
 def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,7 +102,7 @@ def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
                                "experiments": {name: {k: v[k] for k in ("value", "low", "high", "n")}
                                                for name, v in comparison["scores"][m["name"]].items()}}
                    for m in metrics},
-        "pairs": [_pair_summary(p, metrics) for p in comparison["pairs"] if p["baseline"] == baseline],
+        "pairs": [_pair_summary(p, metrics) for p in comparison["pairs"]],
         "notes": list(comparison.get("notes", [])),
     }
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
@@ -94,9 +110,10 @@ def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
-def dashboard_name(comparison: Mapping[str, Any]) -> str:
+def dashboard_name(comparison: Mapping[str, Any], project_name: str | None = None) -> str:
+    """The comparison's dashboard: named for its experiments (and project), so publishing again finds it."""
     names = [e["name"] for e in comparison["experiments"]]
-    return f"opik-metrics: {', '.join(names[1:])} vs {names[0]}"
+    return f"opik-metrics: {', '.join(names[1:])} vs {names[0]}" + (f" ({project_name})" if project_name else "")
 
 
 def _figure(value: Any, digits: int = 4) -> str:
@@ -120,30 +137,29 @@ def markdown_table(record: Mapping[str, Any]) -> str:
              f"Paired bootstrap: {record['resamples']} resamples, seed {record['seed']}; intervals at {level}; "
              f"a verdict needs p < {record['alpha']:g}. Verdicts follow each score's direction "
              "(lower is better for perplexity, KL...).", "",
-             f"| score | {record['baseline']} (baseline) | system | system value | difference [{level} interval] "
-             "| p | verdict |", "|---|---|---|---|---|---|---|"]
+             f"| score | baseline | baseline value | system | system value | difference [{level} interval] "
+             "| p | verdict |", "|---|---|---|---|---|---|---|---|"]
     for pair in record["pairs"]:
         for score, e in pair["scores"].items():
             arrow = "↑" if record["scores"][score]["higher_is_better"] else "↓"
             interval = (f" [{_figure(e['difference_low'])}, {_figure(e['difference_high'])}]"
                         if e["difference_low"] is not None else "")
-            lines.append(f"| {score} {arrow} | {_figure(e['baseline'])} | {pair['system']} | {_figure(e['system'])} "
-                         f"| {_figure(e['difference'])}{interval} | {_p_text(e['p_value'], record['resamples'])} "
-                         f"| {_VERDICT_WORDS[e['direction_verdict']]} |")
+            lines.append(f"| {score} {arrow} | {pair['baseline']} | {_figure(e['baseline'])} | {pair['system']} "
+                         f"| {_figure(e['system'])} | {_figure(e['difference'])}{interval} "
+                         f"| {_p_text(e['p_value'], record['resamples'])} | {_VERDICT_WORDS[e['direction_verdict']]} |")
     if record["notes"]:
         lines += ["", "Notes:"] + [f"- {note}" for note in record["notes"]]
     lines += ["", f"Full precision: experiment metadata key `{METADATA_KEY}` (fingerprint {record['fingerprint']})."]
     return "\n".join(lines)
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Experiment name -> the experiment scores the comparison gives it (name -> value)."""
+    """Experiment name -> the experiment scores the comparison gives it (name -> value): intervals
+    (and a corpus score's value) on every experiment; against the baseline, on each other one, the
+    difference, p and verdict."""
     confidence = comparison["settings"]["confidence"]
     baseline = record["baseline"]
+    against_baseline = [p for p in record["pairs"] if p["baseline"] == baseline]
     out: dict[str, dict[str, float]] = {name: {} for name in record["experiments"]}
     for metric in comparison["metrics"]:
         score = metric["name"]
@@ -153,28 +169,26 @@ def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any]) 
                 out[name][score] = float(entry["value"])
             if _finite(entry["low"]) and _finite(entry["high"]):
                 out[name][low_name], out[name][high_name] = float(entry["low"]), float(entry["high"])
-        deltas = [v for p in record["pairs"] for v in (p["scores"][score]["difference"],
-                                                       p["scores"][score]["difference_low"],
-                                                       p["scores"][score]["difference_high"]) if _finite(v)]
-        factor = diff_factor(deltas)
-        for pair in record["pairs"]:
+        factor = diff_factor([p["scores"][score]["difference"] for p in against_baseline], metric.get("bounds"))
+        for pair in against_baseline:
             entry = pair["scores"][score]
             names = pair_names(score, baseline, factor)
             if _finite(entry["difference"]):
                 out[pair["system"]][names["diff"]] = round(entry["difference"] * factor, 12)
             if _finite(entry["p_value"]):
-                out[pair["system"]][names["p"]] = round(entry["p_value"] * 100, 12)
+                out[pair["system"]][names["p"]] = p_percent(entry["p_value"], entry["verdict"] == VERDICT_SIGNIFICANT,
+                                                                   record["alpha"])
             if entry["direction_verdict"] is not None:
                 out[pair["system"]][names["verdict"]] = float(entry["direction_verdict"])
     return out
 
 
-def build_publication(comparison: Mapping[str, Any]) -> dict[str, Any]:
+def build_publication(comparison: Mapping[str, Any], project_name: str | None = None) -> dict[str, Any]:
     """Everything a publish writes, as JSON: per experiment its experiment scores and the value of
     its metadata key ``opik_metrics_comparison``; the dashboard's name and markdown."""
     record = comparison_record(comparison)
     scores = experiment_scores(comparison, record)
-    name = dashboard_name(comparison)
+    name = dashboard_name(comparison, project_name)
     return {
         "schema": SCHEMA,
         "metadata_key": METADATA_KEY,
@@ -182,6 +196,6 @@ def build_publication(comparison: Mapping[str, Any]) -> dict[str, Any]:
         "dashboard": {"name": name, "markdown": markdown_table(record)},
         "experiments": {exp: {"experiment_scores": scores[exp],
                               "metadata": {**record, "experiment": exp, "dashboard": {"name": name},
-                                           "published_scores": sorted(scores[exp])}}
+                                           "published_scores": dict(sorted(scores[exp].items()))}}
                         for exp in record["experiments"]},
     }

@@ -24,8 +24,9 @@ from tests.opik_rest_server import OpikRestServer
 REFS = [f"the {a} {b} on the {c}" for a, b, c in zip(["dog", "cat", "bus", "man", "boat", "kid"] * 3,
                                                         ["runs", "sleeps", "stops", "rides", "sails", "plays"] * 3,
                                                         ["beach", "sofa", "road", "bike", "sea", "grass"] * 3)]
-GOOD = [r.replace("the ", "a ", 1) for r in REFS]
+GOOD = [r.replace("the ", "a ", 1) if k % 3 else " ".join(r.split()[:-1] + ["today"]) for k, r in enumerate(REFS)]
 POOR = [" ".join(r.split()[:2]) for r in REFS]
+SAME = [GOOD[k] if k == 11 else POOR[k] for k in range(len(REFS))]   # poor, better on 1 item of 18
 
 
 class Latency(base_metric.BaseMetric):
@@ -43,14 +44,14 @@ class Latency(base_metric.BaseMetric):
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("publish") / "store.sqlite"
-    return store_with(path, REFS, {"poor": POOR, "good": GOOD},
+    return store_with(path, REFS, {"poor": POOR, "good": GOOD, "same": SAME},
                       metrics=[BLEU(), ROUGE(rouge_types=("rougeL",)), Latency()])
 
 
 @pytest.fixture
 def server(store_path, monkeypatch):
     with OpikRestServer() as srv:
-        seed_from_store(srv, store_path, ["poor", "good"])
+        seed_from_store(srv, store_path, ["poor", "good", "same"])
         srv.experiment_named("good")["experiment_scores"].append({"name": "human_rating", "value": 0.7})
         monkeypatch.setenv("OPIK_URL_OVERRIDE", srv.url)
         yield srv
@@ -76,51 +77,72 @@ def _factor(name):
 
 
 def test_publish_leaves_what_comparison_json_says_read_back_through_the_sdk(server, tmp_path, capsys):
-    code, out, err = _cli(capsys, "compare", "poor", "good", "--opik", "--publish", "-o", str(tmp_path / "r"))
+    code, out, err = _cli(capsys, "compare", "poor", "good", "same", "--opik", "--publish", "-o", str(tmp_path / "r"))
     assert code == 0, err
-    assert "published on 2 experiment(s)" in out
+    assert "published on 3 experiment(s)" in out and "kept" not in out
     comparison = json.loads((tmp_path / "r" / "comparison.json").read_text())
-    pair = comparison["pairs"][0]
-    assert (pair["baseline"], pair["system"]) == ("poor", "good")
-    written = {name: _read_back(name) for name in ("poor", "good")}
+    pairs = {p["system"]: p for p in comparison["pairs"] if p["baseline"] == "poor"}
+    assert set(pairs) == {"good", "same"}
+    written = {name: _read_back(name) for name in ("poor", "good", "same")}
     for metric in comparison["metrics"]:
         score = metric["name"]
         for name, (scores, _) in written.items():
             entry = comparison["scores"][score][name]
             assert scores[f"{score}.ci_low"] == pytest.approx(entry["low"], abs=1e-12)
             assert scores[f"{score}.ci_high"] == pytest.approx(entry["high"], abs=1e-12)
-        scores, _ = written["good"]
-        entry = pair["metrics"][score]
-        (diff_name,) = [n for n in scores if n.startswith(f"{score}.diff") and n.endswith(" vs poor")]
-        assert scores[diff_name] == pytest.approx(entry["delta"] * _factor(diff_name), abs=1e-9)
-        largest = max(abs(entry[k]) for k in ("delta", "delta_low", "delta_high")) * _factor(diff_name)
-        assert largest >= 1 and (_factor(diff_name) == 1 or largest < 10)   # three figures at two decimals
-        assert scores[f"{score}.p_pct vs poor"] == pytest.approx(entry["p_value"] * 100, abs=1e-9)
-        assert not any("vs" in n for n in written["poor"][0])            # the baseline has no difference
-    good_scores, good_meta = written["good"]
+        factors = set()
+        for system, pair in pairs.items():
+            scores, entry = written[system][0], pair["metrics"][score]
+            (diff_name,) = [n for n in scores if n.startswith(f"{score}.diff") and n.endswith(" vs poor")]
+            factors.add(_factor(diff_name))
+            assert scores[diff_name] == pytest.approx(entry["delta"] * _factor(diff_name), abs=1e-9)
+            assert entry["delta"] == 0 or abs(scores[diff_name]) >= 0.1           # two figures at two decimals
+            assert scores[f"{score}.p_pct vs poor"] == pytest.approx(entry["p_value"] * 100, abs=0.01)
+            if entry["significant"]:
+                assert round(scores[f"{score}.p_pct vs poor"], 2) < 5.0
+        assert len(factors) == 1                                          # one column per score in the UI
+        assert not any(" vs " in n for n in written["poor"][0])            # the baseline has no difference
+    assert any(_factor(n) == 100 for n in written["good"][0] if n.startswith("bleu.diff"))   # BLEU in points
+    good, same = written["good"][0], written["same"][0]
     # the declared direction: good is better on BLEU and ROUGE-L, worse (slower) on latency although larger
-    assert good_scores["bleu.verdict vs poor"] == 1 and good_scores["rougeL_f1.verdict vs poor"] == 1
-    assert good_scores["latency.verdict vs poor"] == -1 and pair["metrics"]["latency"]["delta"] > 0
-    assert good_scores["corpus_bleu.verdict vs poor"] == 1
-    assert good_scores["human_rating"] == 0.7                                 # someone else's score is kept
-    assert good_scores["corpus_bleu"] == pytest.approx(comparison["scores"]["corpus_bleu"]["good"]["recorded"])
-    record = good_meta[METADATA_KEY]
+    assert good["bleu.verdict vs poor"] == 1 and good["rougeL_f1.verdict vs poor"] == 1
+    assert good["corpus_bleu.verdict vs poor"] == 1
+    assert good["latency.verdict vs poor"] == -1 and pairs["good"]["metrics"]["latency"]["delta"] > 0
+    # better on 1 item of 18: not significant (p 0.25)
+    assert same["bleu.verdict vs poor"] == 0 and pairs["same"]["metrics"]["bleu"]["delta"] > 0
+    assert good["human_rating"] == 0.7                                    # someone else's score is kept
+    assert good["corpus_bleu"] == pytest.approx(comparison["scores"]["corpus_bleu"]["good"]["recorded"])
+    record = written["good"][1][METADATA_KEY]
     assert (record["baseline"], record["resamples"], record["seed"]) == ("poor", 1000, 12345)
+    assert [(p["baseline"], p["system"]) for p in record["pairs"]] == [("poor", "good"), ("poor", "same"),
+                                                                       ("good", "same")]
     assert record["pairs"][0]["shared_items"] == len(REFS)
-    bleu = record["pairs"][0]["scores"]["bleu"]
-    assert bleu["difference"] == pair["metrics"]["bleu"]["delta"] and bleu["p_value"] == pair["metrics"]["bleu"]["p_value"]
-    assert (bleu["wins"], bleu["ties"], bleu["losses"]) == (pair["metrics"]["bleu"]["wins"],
-                                                            pair["metrics"]["bleu"]["ties"],
-                                                            pair["metrics"]["bleu"]["losses"])
+    bleu, truth = record["pairs"][0]["scores"]["bleu"], pairs["good"]["metrics"]["bleu"]
+    assert (bleu["difference"], bleu["difference_low"], bleu["difference_high"], bleu["p_value"]) == \
+        (truth["delta"], truth["delta_low"], truth["delta_high"], truth["p_value"])
+    assert (bleu["wins"], bleu["ties"], bleu["losses"]) == (truth["wins"], truth["ties"], truth["losses"])
     assert record["scores"]["latency"]["higher_is_better"] is False
-    assert set(record["published_scores"]) == set(good_scores) - {"human_rating", "corpus_bleu"}
-    assert good_meta["model"] == "good"                                       # the run's own config is kept
+    assert record["published_scores"] == {n: v for n, v in good.items() if n not in ("human_rating", "corpus_bleu")}
+    assert written["good"][1]["model"] == "good"                                # the run's own config is kept
     board = opik.Opik().get_dashboard(record["dashboard"]["id"])
-    assert board.name == "opik-metrics: good vs poor" == record["dashboard"]["name"]
+    assert board.name == "opik-metrics: good, same vs poor" == record["dashboard"]["name"]
     table = board.sections[0].widgets[0].config["content"]
-    assert "| bleu ↑ |" in table and "| latency ↓ |" in table
-    assert re.search(r"\| latency ↓ \|[^\n]*\| worse \(-1\) \|", table)
+    assert re.search(r"\| latency ↓ \| poor \|[^\n]*\| good \|[^\n]*\| worse \(-1\) \|", table)
+    assert re.search(r"\| bleu ↑ \| poor \|[^\n]*\| same \|[^\n]*\| no significant difference \(0\) \|", table)
     assert [w.type for w in board.sections[0].widgets] == ["text_markdown", "experiment_leaderboard"]
+
+
+def test_a_score_someone_changed_after_a_publish_is_theirs(server, capsys):
+    assert _cli(capsys, "compare", "poor", "good", "--opik", "--publish")[0] == 0
+    good = server.experiment_named("good")
+    mine = next(s for s in good["experiment_scores"] if s["name"] == "bleu.ci_low")
+    good["experiment_scores"] = [s for s in good["experiment_scores"] if s is not mine] + \
+        [{"name": "bleu.ci_low", "value": 0.123}]                               # another tool's write
+    code, out, _ = _cli(capsys, "compare", "poor", "good", "--opik", "--publish")
+    assert code == 0 and f"good: bleu.ci_low was logged before as 0.123; kept (this comparison has {mine['value']:.6g})" in out
+    scores, metadata = _read_back("good")
+    assert scores["bleu.ci_low"] == 0.123 and "bleu.ci_low" not in metadata[METADATA_KEY]["published_scores"]
+    assert metadata[METADATA_KEY]["kept_existing_scores"] == {"bleu.ci_low": [0.123, mine["value"]]}
 
 
 def test_publishing_twice_writes_nothing_more(server, capsys):
@@ -138,18 +160,17 @@ def test_dry_run_prints_exactly_what_publish_writes_and_writes_nothing(server, c
     assert code == 0 and server.writes() == [] and server.dashboards == {}
     plan = json.loads(out)
     assert _cli(capsys, "compare", "poor", "good", "--opik", "--publish")[0] == 0
+    (board_id,) = server.dashboards
     for name in ("poor", "good"):
         scores, metadata = _read_back(name)
         planned = plan["experiments"][name]
-        kept = metadata[METADATA_KEY].get("kept_existing_scores", [])
-        assert kept == ["corpus_bleu"]                       # recorded by the run: not overwritten
-        assert {k: v for k, v in planned["experiment_scores"].items() if k not in kept} == \
-            {k: scores[k] for k in planned["experiment_scores"] if k not in kept}
-        written = {k: v for k, v in metadata[METADATA_KEY].items() if k != "kept_existing_scores"}
-        assert written == {**planned["metadata"], "published_scores": sorted(set(planned["experiment_scores"]) - {*kept}),
-                           "dashboard": {**planned["metadata"]["dashboard"], "id": next(iter(server.dashboards))}}
-    (board,) = server.dashboards.values()
-    assert board["config"]["sections"][0]["widgets"][0]["config"]["content"] == plan["dashboard"]["markdown"]
+        assert {k: scores[k] for k in planned["experiment_scores"]} == planned["experiment_scores"]
+        same = {"corpus_bleu"}                     # recorded by the run with this very value: left as it is
+        assert metadata[METADATA_KEY] == {
+            **planned["metadata"], "dashboard": {**planned["metadata"]["dashboard"], "id": board_id},
+            "published_scores": {k: v for k, v in planned["experiment_scores"].items() if k not in same}}
+    assert server.dashboards[board_id]["config"]["sections"][0]["widgets"][0]["config"]["content"] == \
+        plan["dashboard"]["markdown"]
 
 
 def test_a_new_comparison_replaces_what_the_last_one_wrote_and_keeps_the_rest(server, capsys):
@@ -158,7 +179,7 @@ def test_a_new_comparison_replaces_what_the_last_one_wrote_and_keeps_the_rest(se
     scores, metadata = _read_back("good")
     assert not any(n.startswith(("latency", "rougeL")) for n in scores)
     assert {"bleu.ci_low", "bleu.verdict vs poor", "human_rating", "corpus_bleu"} <= set(scores)
-    assert metadata[METADATA_KEY]["published_scores"] == sorted(set(scores) - {"human_rating", "corpus_bleu"})
+    assert sorted(metadata[METADATA_KEY]["published_scores"]) == sorted(set(scores) - {"human_rating", "corpus_bleu"})
 
 
 def test_a_refused_experiment_update_says_what_is_published_and_a_rerun_finishes(server, capsys):
