@@ -47,3 +47,7 @@ def test_unknown_alias_and_bad_names():
 def test_offline_help_says_what_to_do():
     msg = offline_help("roberta-large")
     assert "roberta-large" in msg and "save_pretrained" in msg and "packaged:minilm" in msg
+    encoder = offline_help("roberta-large", packaged=("minilm",), kind="text encoder")
+    assert "holding a text encoder" in encoder and "packaged:minilm" in encoder and "smollm2" not in encoder
+    clip = offline_help("openai/clip-vit-base-patch32", packaged=(), kind="CLIP checkpoint")
+    assert "CLIP checkpoint" in clip and "no packaged model can do this" in clip and "packaged:" not in clip

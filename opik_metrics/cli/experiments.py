@@ -62,6 +62,23 @@ def _show_json(info: Any, items: list) -> dict[str, Any]:
                                   for n, s in it.scores.items()}} for it in items]}
 
 
+def _config_lines(config: dict) -> list[str]:
+    """The config to read: one line a setting, nested values indented, each metric by its signature."""
+    lines = []
+    for key, value in config.items():
+        if key == "metrics" and isinstance(value, dict):
+            lines.append("  metrics:")
+            for name, facts in value.items():
+                signature = facts.get("signature") if isinstance(facts, dict) else None
+                text = signature.get("text") if isinstance(signature, dict) else None
+                lines.append(f"    {name}: {text or (facts.get('kind') if isinstance(facts, dict) else facts)}")
+        elif isinstance(value, (dict, list)) and value:
+            lines.append(f"  {key}: " + json.dumps(value, indent=2, default=str).replace("\n", "\n    "))
+        else:
+            lines.append(f"  {key}: {value}")
+    return lines
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     with _open_store(args) as store:
         info = store.info(args.name)
@@ -74,9 +91,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"created {info.created_at}, updated {info.updated_at}, {info.runs} run(s), {info.seconds:.1f} s"
           + (f"; pushed {info.pushed_at} to {info.pushed_to}" if info.pushed_at else ""))
     print(f"{info.items} items: {info.scored_items} scored, {info.failed_items} failed\n")
-    print("config:")
-    for key, value in info.config.items():
-        print(f"  {key}: {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value}")
+    print("config (all of it: --format json):")
+    for line in _config_lines(info.config):
+        print(line)
     rows = [[n, v, "mean over items"] for n, v in info.scores.items()]
     rows += [[n, v if v is not None else "failed", "experiment"] for n, v in info.experiment_scores.items()]
     if rows:

@@ -49,7 +49,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``explain`` to the main parser's sub-commands."""
     explain = sub.add_parser("explain", help="BERTScore of one pair, with its token similarity heatmap as a PNG")
-    explain.add_argument("--output", "-o", required=True, help="the candidate text")
+    explain.add_argument("--candidate", "-c", "--output", dest="output", required=True,
+                         help="the candidate text (the system's output)")
     explain.add_argument("--reference", "-r", required=True, help="the reference text")
     explain.add_argument("--png", required=True, help="where to write the heatmap")
     add_bertscore_options(explain)

@@ -74,7 +74,7 @@ class CorpusFacts:
 
 @dataclass(frozen=True)
 class MetricFacts:
-    """Everything a metric states: the scores it emits (main scores first), the direction of any
+    """Everything a metric states: the scores it emits (in the order it emits them), the direction of any
     score it did not declare, its corpus score (and, for a suite such as COCO's, more corpus scores
     made from the same statistics) and its signature.
 

@@ -109,7 +109,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
 
     @abc.abstractmethod
     def _score_facts(self) -> Sequence[ScoreFacts]:
-        """The scores ``score`` emits, main scores first (parts flagged ``part=True``)."""
+        """The scores ``score`` emits, in the order it emits them (parts flagged ``part=True``)."""
 
     def _corpus_facts(self) -> CorpusFacts | None:
         """How the corpus score is made from the items' statistics (None: no corpus score)."""

@@ -58,7 +58,7 @@ class BERTScore(ReferenceMetric):
 
     def _score_facts(self) -> list[ScoreFacts]:
         p, r, f = (self._scored_name(n) for n in NAMES)
-        return [ScoreFacts(f), ScoreFacts(p, part=True), ScoreFacts(r, part=True)]
+        return [ScoreFacts(p, part=True), ScoreFacts(r, part=True), ScoreFacts(f)]   # the order results come in
 
     def _corpus_facts(self) -> CorpusFacts:
         fields = [self._scored_name(n) for n in NAMES]

@@ -55,7 +55,7 @@ class BLEU(SacrebleuFamilyMetric):
         return corpus_facts(f"corpus_{self.name}", self.name, statistics_fields(c.max_ngram_order),
                             bleu_from_statistics,
                             {"max_ngram_order": c.max_ngram_order, "smooth_method": c.smooth_method,
-                             "smooth_value": c.smooth_value, "effective_order": c._effective(sentence=False),
+                             "smooth_value": c.smooth_value, "effective_order": c.uses_effective_order(sentence=False),
                              "weights": list(c.weights) if c.weights is not None else None},
                             bounds=(0.0, 1.0))
 

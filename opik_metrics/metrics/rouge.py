@@ -78,10 +78,8 @@ class ROUGE(ReferenceMetric):
         self._shared_metadata: dict[int, list[SharedMetadata]] = {}
 
     def _score_facts(self) -> list[ScoreFacts]:
-        main = [ScoreFacts(self._scored_name(f"{t}_f1"), bounds=(0.0, 1.0)) for t in self.rouge_types]
-        parts = [ScoreFacts(self._scored_name(f"{t}_{label}"), bounds=(0.0, 1.0), part=True)
-                 for t in self.rouge_types for label in ("precision", "recall")]
-        return main + parts
+        return [ScoreFacts(self._scored_name(f"{t}_{label}"), bounds=(0.0, 1.0), part=label != "f1")
+                for t in self.rouge_types for label, _ in _PARTS]            # the order results come in
 
     def _corpus_facts(self) -> CorpusFacts:
         fields = [self._scored_name(f"{t}_{label}") for t in self.rouge_types for label, _ in _PARTS]

@@ -48,11 +48,18 @@ def _check_is_blip(resolved: ResolvedModel) -> None:
     try:
         config = AutoConfig.from_pretrained(resolved.source)
     except (OSError, ValueError) as exc:
-        raise ModelNotAvailableError(f"{offline_help(resolved.name)} ({_first_line(exc)})") from None
+        raise ModelNotAvailableError(f"{_caption_help(resolved.name)} ({_first_line(exc)})") from None
     if getattr(config, "model_type", None) != "blip":
         raise ModelNotAvailableError(
             f"model {resolved.name!r} is a {config.model_type!r} checkpoint, not a BLIP captioning model "
             f"(e.g. {CAPTION_MODEL})")
+
+
+def _caption_help(name: str) -> str:
+    """What captions without the hub: a BLIP checkpoint saved to a local directory."""
+    return (offline_help(name, packaged=(), kind="BLIP captioning checkpoint (model and processor)")
+            + f" On a machine with the hub: BlipForConditionalGeneration.from_pretrained({CAPTION_MODEL!r})"
+            ".save_pretrained(DIR) and BlipProcessor.from_pretrained(...).save_pretrained(DIR), then --model DIR.")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -90,7 +97,7 @@ class BlipCaptioner:
                                       tokenizer=AutoTokenizer.from_pretrained(source))
             model = BlipForConditionalGeneration.from_pretrained(source, dtype=self.dtype)
         except (OSError, ValueError) as exc:
-            raise ModelNotAvailableError(f"{offline_help(self.model_name)} ({_first_line(exc)})") from None
+            raise ModelNotAvailableError(f"{_caption_help(self.model_name)} ({_first_line(exc)})") from None
         return model.to(self.device).eval(), processor
 
     def describe(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def test_score_bertscore_equals_the_metric(tmp_path, capsys):
 
 def test_explain_writes_a_heatmap_png(tmp_path, capsys):
     png = tmp_path / "pair.png"
-    assert main(["explain", "-o", PREDS[0], "-r", REFS[0], "--png", str(png),
+    assert main(["explain", "-c", PREDS[0], "-r", REFS[0], "--png", str(png),
                  "--bertscore-model", "packaged:minilm"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
     assert "BERTF1" in capsys.readouterr().out

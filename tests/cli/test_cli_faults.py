@@ -105,7 +105,7 @@ def test_invalid_utf8_baseline_file_is_named_before_any_model_loads(tmp_path, ca
 def test_explain_with_an_empty_text_fails_before_loading_the_model(tmp_path, capsys, option, empty):
     texts = {"-o": "a cat", "-r": "a dog"}
     texts[option] = empty
-    assert main(["explain", "-o", texts["-o"], "-r", texts["-r"], "--png", str(tmp_path / "x.png"),
+    assert main(["explain", "-c", texts["-o"], "-r", texts["-r"], "--png", str(tmp_path / "x.png"),
                  "--bertscore-model", NO_MODEL]) == 2
     line = one_error_line(capsys)
     assert "is empty; there are no tokens to align" in line and NO_MODEL not in line
@@ -113,7 +113,7 @@ def test_explain_with_an_empty_text_fails_before_loading_the_model(tmp_path, cap
 
 def test_explain_png_into_a_missing_folder_or_onto_a_folder(tmp_path, capsys):
     for png, says in [(tmp_path / "nowhere" / "x.png", "does not exist"), (tmp_path, "is a directory")]:
-        assert main(["explain", "-o", "a cat", "-r", "a dog", "--png", str(png), "--bertscore-model", NO_MODEL]) == 2
+        assert main(["explain", "-c", "a cat", "-r", "a dog", "--png", str(png), "--bertscore-model", NO_MODEL]) == 2
         line = one_error_line(capsys)
         assert says in line and NO_MODEL not in line
 
@@ -134,19 +134,19 @@ def test_explain_png_that_cannot_be_written_is_one_line(tmp_path, capsys, monkey
             raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(bertscore_module, "BERTScore", Unwritable)
-    assert main(["explain", "-o", "a cat", "-r", "a dog", "--png", str(tmp_path / "x.png")]) == 2
+    assert main(["explain", "-c", "a cat", "-r", "a dog", "--png", str(tmp_path / "x.png")]) == 2
     assert "cannot write the heatmap" in one_error_line(capsys)
 
 
 def test_non_utf8_command_line_arguments(tmp_path, capsys):
     # Python hands argv bytes that are not UTF-8 over as surrogates (os.fsdecode does the same)
     argument = os.fsdecode(b"caf\xe9 au lait")
-    assert main(["explain", "-o", argument, "-r", "a dog", "--png", str(tmp_path / "x.png"),
+    assert main(["explain", "-c", argument, "-r", "a dog", "--png", str(tmp_path / "x.png"),
                  "--bertscore-model", NO_MODEL]) == 2
     line = one_error_line(capsys)
-    assert "command-line argument 3, the value of -o, is not UTF-8 text" in line
+    assert "command-line argument 3, the value of -c, is not UTF-8 text" in line
     assert "at byte 3" in line and "caf\\xe9 au lait" in line
-    assert main(["explain", "-o", "a cat", "-r", "cut \ud83d", "--png", str(tmp_path / "x.png")]) == 2
+    assert main(["explain", "-c", "a cat", "-r", "cut \ud83d", "--png", str(tmp_path / "x.png")]) == 2
     assert "lone surrogate U+D83D at character 4" in one_error_line(capsys)
     f = tmp_path / "f.txt"
     f.write_text("a\n")

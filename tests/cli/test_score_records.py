@@ -37,6 +37,20 @@ def test_json_keeps_the_shape_of_the_line_files_form(tmp_path, capsys):
     assert result["counts"]["corpus_bleu"] == 120 and result["unscored"] == 0
 
 
+def test_the_output_file_has_the_scores_in_the_order_the_line_files_form_prints_them(tmp_path, capsys):
+    preds, refs = tmp_path / "p.txt", tmp_path / "r.txt"
+    preds.write_text("a cat sat\nthe dog ran\n")
+    refs.write_text("a cat sat down\nthe dog runs\n")
+    status, out, _ = _run(capsys, "-p", str(preds), "-r", str(refs), "-m", "rouge", "-m", "bleu", "--format", "json")
+    assert status == 0
+    text_order = list(json.loads(out)["items"][0])
+    path = write_jsonl(tmp_path / "in.jsonl", [{"output": "a cat sat", "reference": "a cat sat down"}])
+    assert _run(capsys, "--input", str(path), "-m", "rouge", "-m", "bleu", "-o", str(tmp_path / "o.jsonl"))[0] == 0
+    row = json.loads((tmp_path / "o.jsonl").read_text().splitlines()[0])
+    assert [k for k in row if k in text_order] == text_order
+    assert text_order[:3] == ["rouge1_precision", "rouge1_recall", "rouge1_f1"]
+
+
 def test_output_file_table_and_resume(tmp_path, capsys):
     path = write_parquet(tmp_path / "in.parquet", ITEMS)
     out_file = tmp_path / "scores.parquet"

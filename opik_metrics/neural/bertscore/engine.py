@@ -129,7 +129,7 @@ class BertScoreEngine:
         pair_c, pair_r, owners, notes = [], [], [], [[] for _ in cands]
         sides: dict[str, tuple[Side | None, str | None]] = {}
         for i, (cand, ref_list) in enumerate(zip(cands, refs)):
-            c_side, c_note = self._side(cand, emb, sides)
+            c_side, c_note = self.side(cand, emb, sides)
             if c_side is None:
                 notes[i].append(f"output {c_note}: raw BERTScore set to 0 (as bert_score)")
                 warnings.warn(f"BERTScore item {i}: output {c_note}; raw scores set to 0", stacklevel=2)
@@ -137,7 +137,7 @@ class BertScoreEngine:
             if c_note:
                 notes[i].append(f"output {c_note}")
             for k, ref in enumerate(ref_list):
-                r_side, r_note = self._side(ref, emb, sides)
+                r_side, r_note = self.side(ref, emb, sides)
                 label = "reference" if len(ref_list) == 1 else f"reference {k}"
                 if r_note:
                     notes[i].append(f"{label} {r_note}" + (": raw BERTScore 0 for it" if r_side is None else ""))
@@ -163,8 +163,8 @@ class BertScoreEngine:
             p, r, f = self.baseline.rescale(p, r, f)
         return BertScore(p, r, f, best_ref, tuple(dict.fromkeys(notes)))
 
-    def _side(self, text: str, emb: dict[str, TextEmbedding],
-              memo: dict[str, tuple[Side | None, str | None]]) -> tuple[Side | None, str | None]:
+    def side(self, text: str, emb: dict[str, TextEmbedding],
+             memo: dict[str, tuple[Side | None, str | None]]) -> tuple[Side | None, str | None]:
         """The text's vectors and normalised weights, or None and why it cannot be scored."""
         key = text.strip()
         if key in memo:

@@ -54,8 +54,8 @@ def explain_pair(engine: "BertScoreEngine", candidate: str, reference: str) -> E
             raise ValueError(f"explain: field {field_name!r} must be a string, got {type(text).__name__}")
     emb = engine.embedder.embed([candidate, reference])
     memo: dict = {}
-    c_side, c_note = engine._side(candidate, emb, memo)
-    r_side, r_note = engine._side(reference, emb, memo)
+    c_side, c_note = engine.side(candidate, emb, memo)
+    r_side, r_note = engine.side(reference, emb, memo)
     for field_name, side, note in (("output", c_side, c_note), ("reference", r_side, r_note)):
         if side is None:
             raise ValueError(f"explain: {field_name} {note}; there are no tokens to align")

@@ -75,7 +75,8 @@ def _load(name: str, resolved: ResolvedModel, device: torch.device, dtype: torch
     try:
         config = AutoConfig.from_pretrained(resolved.source)
     except (OSError, ValueError) as exc:
-        raise ModelNotAvailableError(f"{offline_help(name)} ({type(exc).__name__}: {exc})") from exc
+        raise ModelNotAvailableError(f"{offline_help(name, packaged=(), kind='CLIP checkpoint')} "
+                                     f"({type(exc).__name__}: {exc})") from exc
     if getattr(config, "text_config", None) is None or getattr(config, "vision_config", None) is None:
         raise ValueError(f"model {name!r} is not a CLIP model (config type {type(config).__name__} has no text "
                          "and vision towers); CLIPScore needs a CLIP checkpoint such as "
@@ -87,7 +88,8 @@ def _load(name: str, resolved: ResolvedModel, device: torch.device, dtype: torch
         # The PIL backend resizes as the authors' code does (torchvision transforms on PIL images).
         image_processor = AutoImageProcessor.from_pretrained(resolved.source, backend="pil")
     except (OSError, ValueError) as exc:
-        raise ModelNotAvailableError(f"{offline_help(name)} ({type(exc).__name__}: {exc})") from exc
+        raise ModelNotAvailableError(f"{offline_help(name, packaged=(), kind='CLIP checkpoint')} "
+                                     f"({type(exc).__name__}: {exc})") from exc
     if not all(callable(getattr(model, f, None)) for f in ("get_text_features", "get_image_features")):
         raise ValueError(f"model {name!r} ({type(model).__name__}) has no get_text_features/get_image_features: "
                          "it is not a CLIP-style dual encoder")

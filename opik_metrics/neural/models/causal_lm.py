@@ -354,4 +354,4 @@ def _load_failure(name: str, resolved: ResolvedModel, exc: Exception) -> str:
                 f"{name!r} (corrupt or unsupported architecture?). Cause: {cause}")
     if "Unrecognized configuration class" in str(exc):
         return f"model {name!r} is not a causal language model (no LM head). Cause: {cause}"
-    return f"{offline_help(name)} Cause: {cause}"
+    return f"{offline_help(name, packaged=('smollm2',), kind='causal language model')} Cause: {cause}"

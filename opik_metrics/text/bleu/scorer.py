@@ -107,7 +107,7 @@ class BLEUScorer:
         order = self.max_ngram_order
         total = list(map(sum, zip(*rows)))
         return self._formula(total[:order], total[order:2 * order], total[2 * order], total[2 * order + 1],
-                             self._effective(sentence=False))
+                             self.uses_effective_order(sentence=False))
 
     def segment_statistics(self, hypotheses: Sequence[str], references: Sequence[References]) -> list[list[int]]:
         """Each segment's statistics as a flat list (``BLEUStats.as_list`` order: correct per order,
@@ -144,7 +144,7 @@ class BLEUScorer:
                 f"stats have {len(stats.correct)} n-gram orders, this scorer uses {self.max_ngram_order}"
             )
         return self._formula(stats.correct, stats.total, stats.sys_len, stats.ref_len,
-                             self._effective(sentence=sentence))
+                             self.uses_effective_order(sentence=sentence))
 
     def signature(self, *, sentence: bool, nrefs: Union[int, str, None] = 1) -> Signature:
         """Reproducibility signature: sacrebleu's, e.g. ``nrefs:1|case:mixed|eff:yes|tok:13a|
@@ -153,7 +153,7 @@ class BLEUScorer:
         return bleu_signature(
             nrefs=nrefs,
             lowercase=self.lowercase,
-            effective_order=self._effective(sentence=sentence),
+            effective_order=self.uses_effective_order(sentence=sentence),
             tokenizer_signature=self._tokenizer.signature(),
             smooth_method=self.smooth_method,
             smooth_value=self.smooth_value,
@@ -161,7 +161,8 @@ class BLEUScorer:
             weights=self.weights,
         )
 
-    def _effective(self, *, sentence: bool) -> bool:
+    def uses_effective_order(self, *, sentence: bool) -> bool:
+        """Whether BLEU uses effective order: the option when set, else sacrebleu's default (sentences only)."""
         return sentence if self.effective_order is None else self.effective_order
 
     def __repr__(self) -> str:
