@@ -55,6 +55,7 @@ perl:
 	  || echo "could not install libxml-dom-perl: the tests against ROUGE-1.5.5.pl will be skipped"; }
 
 test: $(DEV_STAMP) browser java perl
+	$(BIN)/ruff check opik_metrics pipelines
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 bench: $(DEV_STAMP)

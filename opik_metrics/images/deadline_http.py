@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -95,3 +95,14 @@ def deadline_session() -> requests.Session:
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
+
+
+def response_socket(raw: Any) -> socket.socket | None:
+    """The socket under a streamed urllib3 response, or None: the body loop sets its timeout to
+    what is left of the deadline. urllib3 hands the socket to the response and offers no public
+    handle on it; this is the one place that reaches for it."""
+    try:
+        sock = raw._fp.fp.raw._sock  # noqa: SLF001 - http.client's socket file: no public handle
+    except AttributeError:
+        sock = getattr(getattr(raw, "connection", None), "sock", None)
+    return sock if isinstance(sock, socket.socket) else None

@@ -30,7 +30,7 @@ import urllib3.exceptions
 from PIL import Image, ImageOps, UnidentifiedImageError
 from tqdm.auto import tqdm
 
-from opik_metrics.images.deadline_http import deadline_session, deadline as request_deadline
+from opik_metrics.images.deadline_http import deadline as request_deadline, deadline_session, response_socket
 
 CACHE_ENV = "OPIK_METRICS_IMAGE_CACHE"
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
@@ -376,7 +376,7 @@ class ImageFetcher:
         time) so that the deadline is checked between reads however slowly bytes trickle in, and
         the socket itself never waits past the deadline."""
         raw = response.raw
-        sock = _socket_of(raw)
+        sock = response_socket(raw)
         before = sock.gettimeout() if sock is not None else None
         cancel = getattr(self._local, "cancel", None)
         body = bytearray()
@@ -549,15 +549,6 @@ def _read_only_mount(path: Path) -> bool:
 def _retry_after(response: requests.Response) -> float | None:
     value = response.headers.get("Retry-After", "")
     return float(value) if value.strip().isdigit() else None
-
-
-def _socket_of(raw: Any) -> socket.socket | None:
-    """The socket under a streamed urllib3 response (http.client's socket file), or None."""
-    try:
-        sock = raw._fp.fp.raw._sock
-    except AttributeError:
-        sock = getattr(getattr(raw, "connection", None), "sock", None)
-    return sock if isinstance(sock, socket.socket) else None
 
 
 def _describe_request_error(exc: requests.RequestException) -> str:

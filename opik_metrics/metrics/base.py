@@ -6,17 +6,14 @@ from summable per-item statistics; ``experiment_score`` is the same for ``opik.e
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
-import gc
-import sys
-import sysconfig
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
+from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
@@ -26,46 +23,6 @@ ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.
 _POSITIONAL = ("name", "value", "reason", "category_name", "metadata")
 if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(_POSITIONAL)] != _POSITIONAL:
     raise ImportError(f"this opik's ScoreResult fields are not {_POSITIONAL}: opik-metrics needs an update")
-
-
-#: From this many items a batch's new objects skip the young generations (``collector_paused``).
-PROMOTE_MIN_ITEMS = 1_000
-#: Whether ``gc.freeze(); gc.unfreeze()`` promotes in constant time: CPython's generational collector
-#: with the GIL (3.14's is incremental, and free-threaded builds walk the whole heap for each).
-_GENERATIONAL = (sys.implementation.name == "cpython" and sys.version_info < (3, 14)
-                 and not sysconfig.get_config_var("Py_GIL_DISABLED"))
-
-
-@contextlib.contextmanager
-def collector_paused(n_items: int = 0) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a batch builds its results: they hold no
-    cycles, and each collection rescans the ~470k objects ``import opik`` leaves (measured: 60% of
-    ROUGE's metric path on short pairs). Restored as it was, also on error.
-
-    For a batch of at least ``PROMOTE_MIN_ITEMS`` items, every object made while it scored then
-    goes straight to the oldest generation (``gc.freeze(); gc.unfreeze()``, constant time) instead
-    of being scanned by a young collection on leaving and another one later: 2.2-2.9 µs and
-    3.3-4.6 µs a pair of ROUGE's nine results. The caller's young garbage is collected first so
-    that it is not promoted with them. Only where that is safe: the collector on, no objects
-    frozen by the process (unfreeze would return them to the collected generations), no other
-    Python thread (its garbage would be promoted too), a generational CPython."""
-    was_enabled = gc.isenabled()
-    promote = _GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
-    if promote:
-        from opik_metrics.metrics import parallel     # only here: importing it costs a short command's start
-
-        promote = parallel.no_other_threads()
-    if promote:
-        gc.collect(1)
-    gc.disable()
-    try:
-        yield
-    finally:
-        if promote and gc.get_freeze_count() == 0 and parallel.no_other_threads():
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _length(items: Any) -> int:

@@ -5,7 +5,8 @@ from typing import Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
                                require_batch)
-from opik_metrics.metrics.base import ScoreResult, collector_paused
+from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
 from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
 

@@ -9,7 +9,8 @@ from typing import Any, NamedTuple, Sequence
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts, mean_formula,
                                require_batch, require_references, require_text)
 from opik_metrics.images import check_image_input
-from opik_metrics.metrics.base import PackMetric, ScoreResult, collector_paused
+from opik_metrics.metrics.base import PackMetric, ScoreResult
+from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.microbatch import MicroBatcher
 from opik_metrics.metrics.opik_results import scoring_inputs
 from opik_metrics.neural.clip import ClipScore, ClipScoreEngine, ref_clip_s_bound

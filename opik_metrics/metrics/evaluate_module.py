@@ -9,8 +9,6 @@ comparison reports as recorded but cannot resample.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import inspect
 import math
 import numbers
 import threading
@@ -20,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, Statistics, require_batch, require_references,
                                require_text)
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.evaluate_direct import compute_direct, direct_compute_allowed, module_hash
 from opik_metrics.neural.models.evaluate_loading import EvaluateModuleNotAvailable, load_evaluate_module
 
 Bounds = tuple[float | None, float | None]
@@ -116,7 +115,7 @@ class EvaluateMetric(ReferenceMetric):
         self.prediction_input, self.reference_input = prediction_input, reference_input
         self.multi_reference = _reference_mode(self.module, prediction_input, reference_input, multi_reference)
         self._lock = module_lock(self.module)
-        self._direct = _direct_compute_allowed(evaluate, self.module)
+        self._direct = direct_compute_allowed(evaluate, self.module)
         self.keys = _check_keys(keys) if keys is not None else self._probe_keys()
         self._directions = _per_key("higher_is_better", higher_is_better, self.keys, _check_direction, True)
         self._bounds = _per_key("bounds", bounds, self.keys, _check_bounds, (None, None))
@@ -137,7 +136,7 @@ class EvaluateMetric(ReferenceMetric):
     def _signature(self, evaluate: Any) -> Signature:
         info = self.module.info
         fields = {"evaluate": self.module_name, "config": self.module.config_name,
-                  "type": getattr(info, "module_type", "metric"), "hash": _module_hash(self.module),
+                  "type": getattr(info, "module_type", "metric"), "hash": module_hash(self.module),
                   "refs": "multi" if self.multi_reference else "single",
                   "kwargs": dict(sorted(self.compute_kwargs.items())), "version": evaluate.__version__}
         if getattr(info, "version", None):
@@ -185,13 +184,8 @@ class EvaluateMetric(ReferenceMetric):
                                    **self.compute_kwargs)
 
     def _compute_direct(self, predictions: list[str], references: list[Any]) -> Any:
-        """What ``compute`` runs after its Arrow round trip (which leaves lists of strings as they
-        are), under the same temporary numpy seed."""
-        from datasets.utils.py_utils import temp_seed
-
-        with temp_seed(self.module.seed):
-            return self.module._compute(**{self.prediction_input: predictions, self.reference_input: references},
-                                        **self.compute_kwargs)
+        return compute_direct(self.module, {self.prediction_input: predictions, self.reference_input: references,
+                                            **self.compute_kwargs})
 
     def _call(self, compute: Callable[[list[str], list[Any]], Any], predictions: list[str],
               references: list[Any], where: str) -> Mapping[str, Any]:
@@ -346,26 +340,6 @@ def _reference_mode(module: Any, prediction_input: str, reference_input: str, mu
         raise ValueError(f"multi_reference={multi}: the evaluate module {name!r} takes "
                          f"{'only one reference per item' if multi else 'only a list of references'}")
     return multi
-
-
-def _direct_compute_allowed(evaluate: Any, module: Any) -> bool:
-    """Whether ``_compute`` on the item's own lists is exactly what ``compute`` does: string inputs
-    (the Arrow round trip gives them back unchanged), no output format, one process, and the
-    module keeps evaluate's own ``compute`` and data handling."""
-    base = evaluate.EvaluationModule
-    kept = all(getattr(type(module), m, None) is getattr(base, m) for m in
-               ("compute", "add_batch", "_finalize", "_infer_feature_from_batch", "_feature_names"))
-    return kept and module.info.format is None and getattr(module, "num_process", 1) == 1
-
-
-def _module_hash(module: Any) -> str:
-    """The hash evaluate gives a loaded script, else one of the class's source code."""
-    if getattr(module, "_hash", None):
-        return str(module._hash)
-    try:
-        return "source-" + hashlib.sha256(inspect.getsource(type(module)).encode()).hexdigest()
-    except (OSError, TypeError):
-        return "unknown"
 
 
 # -- options ------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ serial path's numbers, so both are identical. Text metrics are Python-bound: pro
 threads, use the cores."""
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
 import math
@@ -29,7 +28,8 @@ PARALLEL_MIN_ITEMS = 20_000
 SLICES_PER_WORKER = 16
 MIN_SLICE = 2_000
 
-_pools: dict[int, ProcessPoolExecutor] = {}     # by size, this process's own (see _forget_pools)
+_pools: dict[int, tuple[ProcessPoolExecutor, str]] = {}   # by size: the pool and its start method (see _forget_pools)
+_pool_threads: dict[int, frozenset[threading.Thread]] = {}  # by size: the threads each pool started here
 _pools_lock = threading.Lock()
 _in_worker = False
 _kernels: dict[str, Callable] = {}
@@ -43,6 +43,7 @@ class StayInProcess(Exception):
 def _forget_pools() -> None:
     """In a forked child: the parent's pools are not ours (their threads did not come along)."""
     _pools.clear()
+    _pool_threads.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -58,12 +59,9 @@ def available_cores() -> int:
 
 
 def pool_threads() -> int:
-    """Threads our pools run in this process: each executor's manager thread and its call
-    queue's feeder thread."""
-    threads = [t for pool in _pools.values()
-               for t in (getattr(pool, "_executor_manager_thread", None),
-                         getattr(getattr(pool, "_call_queue", None), "_thread", None))]
-    return sum(1 for t in threads if t is not None and t.is_alive())
+    """Threads our pools run in this process (each executor's manager and queue feeder threads),
+    as found when the pool handed back its first slice."""
+    return sum(1 for threads in _pool_threads.values() for t in threads if t.is_alive())
 
 
 def no_other_threads() -> bool:
@@ -80,7 +78,7 @@ def _can_fork() -> bool:
 def _in_a_child_process() -> bool:
     process = multiprocessing.current_process()
     return (_in_worker or process.daemon or process.name != "MainProcess"
-            or getattr(process, "_inheriting", False))
+            or multiprocessing.parent_process() is not None)
 
 
 def check_workers(workers: Any) -> int | None:
@@ -111,30 +109,9 @@ def resolve_workers(workers: int | None, items: int) -> int:
     return count
 
 
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def _keep_freed_memory() -> None:
-    """In a worker (our process, not the user's): keep the memory a chunk's arrays free for the next
-    chunk instead of handing it back to the system and faulting it in again, which was a fifth of
-    ROUGE's array kernel on realistic pairs. Only where the C library is glibc; elsewhere a no-op."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):
-        return
-    # arrays up to 32 MB (glibc's largest on 64-bit) from the heap, not a fresh mapping each; then the
-    # heap not shrunk below 128 MB of free memory after each chunk (an idle worker keeps about that
-    # much). The second only if the first was taken: alone it would pin the mapping threshold at
-    # 128 KB, every array mapped and faulted in anew.
-    if mallopt(_M_MMAP_THRESHOLD, 32 << 20):
-        mallopt(_M_TRIM_THRESHOLD, 128 << 20)
-
-
 def _start_worker() -> None:
     global _in_worker
     _in_worker = True
-    _keep_freed_memory()
     gc.enable()       # a forked worker inherits a paused collector from the batch that started it
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; an idle pool survives it
     parent = os.getppid()
@@ -149,51 +126,25 @@ def _start_worker() -> None:
     threading.Thread(target=leave_with_the_parent, name="opik-metrics-parent-watch", daemon=True).start()
 
 
-#: The pipe that brings the workers' values back, where the system lets us size it (the default
-#: largest, /proc/sys/fs/pipe-max-size, for an unprivileged process on Linux): a slice's values
-#: (450 KB for 6,250 pairs of ROUGE-1/2/L) then fit in one write. It counts against the user's
-#: pipe quota (64 MB by default), 1 MB a pool.
-PIPE_BYTES = 1 << 20
-
-
-def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
-    """Let a worker hand back a slice's values in one write and go on to its next slice. With a
-    64 KB pipe it waited while the pool's reader thread, which shares the GIL with this process
-    building results, took them 64 KB at a time: gaps of 15-30 ms a slice, measured. Reaches into
-    the executor's result queue (no public way to size it); where that or the system says no,
-    nothing changes."""
-    try:
-        import fcntl
-        set_size = fcntl.F_SETPIPE_SZ
-    except (ImportError, AttributeError):
-        return
-    try:
-        fcntl.fcntl(pool._result_queue._reader.fileno(), set_size, PIPE_BYTES)  # type: ignore[attr-defined]
-    except (AttributeError, OSError, TypeError, ValueError):
-        pass
-
-
 def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
-    """The pool of ``workers`` processes, kept for later batches; a broken one is replaced. Forked
-    when this process runs no other thread (fast, no main-module import); otherwise forkserver,
-    since forking a process with threads can inherit a lock some thread holds."""
+    """The pool of ``workers`` processes and its start method, kept for later batches (a broken one
+    is dropped by ``run_kernel``). Forked when this process runs no other thread (fast, no
+    main-module import); otherwise forkserver, since forking a process with threads can inherit a
+    lock some thread holds."""
     with _pools_lock:
-        pool = _pools.get(workers)
-        if pool is None or getattr(pool, "_broken", False):
+        if workers not in _pools:
             method = "fork" if _can_fork() else "forkserver"
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                       initializer=_start_worker)
-            _widen_result_pipe(pool)
-            pool._opik_metrics_method = method  # type: ignore[attr-defined]
-            _pools[workers] = pool
-        return pool, pool._opik_metrics_method  # type: ignore[attr-defined]
+            _pools[workers] = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                                                   initializer=_start_worker), method)
+        return _pools[workers]
 
 
 def _drop(pool: ProcessPoolExecutor) -> None:
     with _pools_lock:
-        for size, kept in list(_pools.items()):
+        for size, (kept, _) in list(_pools.items()):
             if kept is pool:
                 del _pools[size]
+                _pool_threads.pop(size, None)
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -223,7 +174,9 @@ def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[An
         raise StayInProcess("one slice")
     blob = pickle.dumps(kernel)
     key = hashlib.sha1(blob).hexdigest()
-    pool, method = _executor(min(workers, len(ranges)))
+    size = min(workers, len(ranges))
+    before = set(threading.enumerate()) if size not in _pool_threads else None
+    pool, method = _executor(size)
     if method != "fork" and b"__main__" in blob:
         raise StayInProcess("the kernel names code of __main__, which forkserver workers cannot import")
     ahead = 2 * min(workers, len(ranges))      # slices in flight: the input is not copied all at once
@@ -234,6 +187,9 @@ def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[An
         for k, (start, stop) in enumerate(ranges):
             values = futures[k].result()
             futures[k] = None  # type: ignore[call-overload]   # its values are handed on, not kept here
+            if before is not None:              # the pool's threads run by now: the ones new since it started
+                _pool_threads[size] = frozenset(set(threading.enumerate()) - before)
+                before = None
             if k + ahead < len(ranges):
                 a, b = ranges[k + ahead]
                 futures.append(pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])))

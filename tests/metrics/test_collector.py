@@ -9,8 +9,8 @@ import weakref
 import pytest
 
 from opik_metrics import ROUGE
-from opik_metrics.metrics import base, parallel
-from opik_metrics.metrics.base import collector_paused
+from opik_metrics.metrics import collector, parallel
+from opik_metrics.metrics.collector import collector_paused
 from tests.corpus import realistic_pairs
 
 
@@ -39,7 +39,7 @@ def collector_on(monkeypatch):
 
 
 def test_a_large_batch_lands_in_the_oldest_generation(collector_on):
-    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+    preds, refs = _batch(collector.PROMOTE_MIN_ITEMS)
     results = ROUGE(track=False).score_batch(preds, refs, workers=1)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert _generation_of(results[0][0]) == 2 and _generation_of(results[-1]) == 2
@@ -56,7 +56,7 @@ def freezes(monkeypatch):
 
 
 def test_a_small_batch_is_left_to_the_collector_as_usual(collector_on, freezes):
-    preds, refs = _batch(base.PROMOTE_MIN_ITEMS - 1)
+    preds, refs = _batch(collector.PROMOTE_MIN_ITEMS - 1)
     ROUGE(track=False).score_batch(preds, refs, workers=1)
     assert freezes == []
     ROUGE(track=False).score_batch(preds + preds[:1], refs + refs[:1], workers=1)
@@ -80,7 +80,7 @@ def test_the_callers_young_garbage_is_collected_not_promoted(collector_on, colle
     class Node:
         pass
 
-    preds, refs = _batch(base.PROMOTE_MIN_ITEMS)       # made first: the garbage below is the newest
+    preds, refs = _batch(collector.PROMOTE_MIN_ITEMS)       # made first: the garbage below is the newest
     metric = ROUGE(track=False)
     gc.collect()
     older = Node()
@@ -104,7 +104,7 @@ def test_nothing_moves_while_another_thread_runs(collector_on, freezes, monkeypa
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        preds, refs = _batch(collector.PROMOTE_MIN_ITEMS)
         ROUGE(track=False).score_batch(preds, refs, workers=1)
         assert freezes == []
     finally:
@@ -116,7 +116,7 @@ def test_objects_the_process_froze_stay_frozen(collector_on, freezes):
     gc.freeze()
     frozen = gc.get_freeze_count()
     try:
-        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        preds, refs = _batch(collector.PROMOTE_MIN_ITEMS)
         ROUGE(track=False).score_batch(preds, refs, workers=1)
         assert gc.get_freeze_count() > frozen // 2 and freezes == [1]     # the test's own freeze only (frozen objects may die meanwhile)
     finally:
@@ -127,7 +127,7 @@ def test_a_collector_turned_off_stays_off_and_nothing_moves(freezes):
     was = gc.isenabled()
     gc.disable()
     try:
-        preds, refs = _batch(base.PROMOTE_MIN_ITEMS)
+        preds, refs = _batch(collector.PROMOTE_MIN_ITEMS)
         ROUGE(track=False).score_batch(preds, refs, workers=1)
         assert not gc.isenabled() and freezes == []
     finally:
@@ -137,7 +137,7 @@ def test_a_collector_turned_off_stays_off_and_nothing_moves(freezes):
 
 def test_the_collector_is_restored_on_error(collector_on):
     with pytest.raises(RuntimeError):
-        with collector_paused(base.PROMOTE_MIN_ITEMS):
+        with collector_paused(collector.PROMOTE_MIN_ITEMS):
             assert not gc.isenabled()
             raise RuntimeError("boom")
     assert gc.isenabled() and gc.get_freeze_count() == 0

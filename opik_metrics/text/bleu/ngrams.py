@@ -8,8 +8,9 @@ Unigrams are plain strings, longer n-grams tuples made by ``zip`` over shifted t
 from __future__ import annotations
 
 from collections import Counter
-from collections import _count_elements  # Counter()'s C counting loop, minus its Python-level __init__
 from typing import Sequence, Union
+
+from opik_metrics.text.counting import count_into
 
 NgramTable = Union[set, dict]
 
@@ -103,12 +104,12 @@ def single_reference_matches(hyp: list[str], ref: list[str], max_order: int) -> 
     hyp_len = len(hyp)
     ref_len = len(ref)
     ref_counts: dict = {}
-    _count_elements(ref_counts, ref)
+    count_into(ref_counts, ref)
     matched = sum(map(ref_counts.__contains__, hyp))
     if not matched:
         return [0] * max_order
     hyp_counts: dict = {}
-    _count_elements(hyp_counts, hyp)
+    count_into(hyp_counts, hyp)
     distinct = len(hyp_counts) == hyp_len
     if not distinct:  # take back what repeated tokens exceed their reference count
         get = ref_counts.get
@@ -133,14 +134,14 @@ def single_reference_matches(hyp: list[str], ref: list[str], max_order: int) -> 
             matched = len(table.intersection(zip(*hyp_cols)))
         else:  # the reference repeats an n-gram: counts matter only if the hypothesis repeats one too
             grams: dict = {}
-            _count_elements(grams, zip(*hyp_cols))
+            count_into(grams, zip(*hyp_cols))
             common = table.intersection(grams)
             if len(grams) == hyp_len - n + 1:
                 distinct = True
                 matched = len(common)
             else:
                 ref_counts = {}
-                _count_elements(ref_counts, zip(*ref_cols))
+                count_into(ref_counts, zip(*ref_cols))
                 matched = sum(map(min, map(grams.__getitem__, common), map(ref_counts.__getitem__, common)))
         correct.append(matched)
     return correct

@@ -3,13 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-try:  # the C loop behind Counter.update, without Counter's per-call Python overhead
-    from collections import _count_elements as _count_into
-except ImportError:  # pragma: no cover - other Python implementations
-    def _count_into(counts: dict, units) -> None:
-        get = counts.get
-        for unit in units:
-            counts[unit] = get(unit, 0) + 1
+from opik_metrics.text.counting import count_into as _count_into
 
 
 def ngram_counts(tokens: list, n: int) -> dict:

@@ -1,9 +1,9 @@
 """Summary-level LCS hits for ROUGE-Lsum (Lin 2004, section 3.2), matching rouge-score's union LCS."""
 from __future__ import annotations
 
-from collections import _count_elements  # Counter()'s C counting loop, into a plain dict
 from typing import Optional, Sequence
 
+from opik_metrics.text.counting import count_into
 from opik_metrics.text.rouge.lcs import SentenceMasks, sentence_masks, union_lcs_positions_with_masks
 
 
@@ -30,7 +30,7 @@ def summary_lcs_hits(reference_sentences: Sequence[list], candidate_sentences: S
     """
     left: dict = {}                      # token -> the candidate's copies not credited yet (> 0)
     for sentence in candidate_sentences:
-        _count_elements(left, sentence)
+        count_into(left, sentence)
     if candidate_masks is None:
         candidate_masks = sentence_masks(candidate_sentences)
     hits = 0
