@@ -6,7 +6,6 @@ from summable per-item statistics; ``experiment_score`` is the same for ``opik.e
 from __future__ import annotations
 
 import abc
-import dataclasses
 from typing import Any, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
@@ -17,12 +16,6 @@ from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
-
-# Hot paths (ROUGE's nine results a pair) build ScoreResults positionally, at half the cost of
-# keywords: that needs Opik's field order, checked once here.
-_POSITIONAL = ("name", "value", "reason", "category_name", "metadata")
-if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(_POSITIONAL)] != _POSITIONAL:
-    raise ImportError(f"this opik's ScoreResult fields are not {_POSITIONAL}: opik-metrics needs an update")
 
 
 def _length(items: Any) -> int:

@@ -1,11 +1,12 @@
 """ROUGE as an Opik metric: precision, recall and F for every requested ROUGE type."""
 from __future__ import annotations
 
-from itertools import chain, cycle, repeat
+from itertools import chain, cycle
 from typing import Callable, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
+from opik_metrics.metrics import positional_results
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.metrics.shared_metadata import SharedMetadata
 from opik_metrics.text.rouge.kernel import RougeKernel
@@ -102,16 +103,14 @@ class ROUGE(ReferenceMetric):
                  flat: list[float]) -> list[list[ScoreResult]]:
         """Three results a type for each item, from all items' P, R, F values in one flat list.
 
-        Built in one ``map`` over the flat values, positionally (name, value, reason, category_name,
-        metadata), with shared metadata: on short pairs these results are most of what the metric
-        adds to its engine, and a Python loop per item or per type cost a quarter more."""
+        Built in one pass over the flat values (``positional_results``), with shared metadata."""
         width = len(self._flat_names)
         counts = set(map(len, references))
         if len(counts) == 1:
             metadata = cycle(self._metadata_of(counts.pop()))
         else:
             metadata = chain.from_iterable(map(self._metadata_of, map(len, references)))
-        built = list(map(ScoreResult, cycle(self._flat_names), flat, repeat(None), repeat(None), metadata))
+        built = positional_results.results(cycle(self._flat_names), flat, metadata)
         items = [built[k:k + width] for k in range(0, len(built), width)]
         self._explain_zeros(outputs, references, flat, items)
         return items
