@@ -49,7 +49,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         super().__init__(name=name, track=track, project_name=project_name)
         if track:
             from opik_metrics.metrics.tracking import track_scoring
-            track_scoring(self, project_name)
+            track_scoring(self, project_name, PackMetric)
         self.facts = MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
                                  scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
                                  corpus=self._corpus_facts(), signature=self.signature,
@@ -287,7 +287,7 @@ class ReferenceFreeMetric(PackMetric):
 
 def _register_with_loaded_opik() -> None:
     from opik_metrics.metrics.tracking import register_if_opik_loaded
-    register_if_opik_loaded()
+    register_if_opik_loaded(PackMetric)
 
 
 _register_with_loaded_opik()

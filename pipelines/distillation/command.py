@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from opik_metrics.experiments.store import STORE_ENV
+from opik_metrics.pipelines.distillation.data import QUICK
 
-QUICK = {"steps": 4, "heldout": 3, "max_new_tokens": 8}
 DESCRIPTION = """Distil a causal LM teacher (default: the packaged SmolLM2) into a student made of its first
 layers, then run one experiment per model on held-out text: perplexity, teacher-student KL,
 ROUGE (and BERTScore when available) of their continuations.

@@ -3,6 +3,9 @@ distil on, and held-out sentences split into a prompt and the continuation to co
 """
 from __future__ import annotations
 
+#: A CI-sized run (--quick): distillation steps, held-out items, new tokens a continuation.
+QUICK = {"steps": 4, "heldout": 3, "max_new_tokens": 8}
+
 TRAIN_TEXTS = [
     "The sun rises in the east and sets in the west.",
     "Water boils at one hundred degrees Celsius at sea level.",

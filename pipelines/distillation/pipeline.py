@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,7 @@ from opik_metrics.metrics.perplexity import Perplexity
 from opik_metrics.metrics.rouge import ROUGE
 from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
 
-from opik_metrics.pipelines.distillation.command import QUICK
-from opik_metrics.pipelines.distillation.data import TRAIN_TEXTS, heldout_items
+from opik_metrics.pipelines.distillation.data import QUICK, TRAIN_TEXTS, heldout_items
 from opik_metrics.pipelines.distillation.student import TrainConfig, train_student, truncated_student
 
 DATASET_NAME = "opik-metrics-distillation"
@@ -139,9 +137,3 @@ def run_model_experiment(backend: Backend, role: str, lm: CausalLM, teacher: Cau
     return run_experiment(f"distillation-{role}", items, task, metrics, dataset_name=DATASET_NAME, config=config,
                           scorers=[ppl.experiment_score, kl.experiment_score], backend=backend, store=args.store,
                           project_name=args.project_name, progress=not args.no_progress, overwrite=True)
-
-
-if __name__ == "__main__":
-    from opik_metrics.pipelines.distillation.command import main
-
-    sys.exit(main())

@@ -29,14 +29,15 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in files}
 
 
-def _imports(path: Path) -> list[tuple[str, bool]]:
-    """(imported module, at module level) for every import of the file, TYPE_CHECKING blocks aside."""
+def _imports(path: Path, type_only: bool = False) -> list[tuple[str, bool]]:
+    """(imported module, at module level) for every import of the file, TYPE_CHECKING blocks aside
+    unless ``type_only``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[tuple[str, bool]] = []
 
     def visit(node: ast.AST, top: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) and not type_only:
                 continue
             if isinstance(child, ast.Import):
                 found.extend((alias.name, top) for alias in child.names)
@@ -90,6 +91,16 @@ def test_nothing_imports_the_cli():
     users = {m for m in MODULES if not m.startswith(("opik_metrics.cli", "opik_metrics.__main__"))
              for name, _ in _imports(MODULES[m]) if (_resolve(name, MODULES) or "").startswith("opik_metrics.cli")}
     assert not users
+
+
+def test_no_two_modules_import_each_other_anywhere():
+    """Not in a function, not for type hints only: two modules that need each other are one idea
+    split in two, or a missing interface."""
+    uses = {m: {t for name, _ in _imports(p, type_only=True) if (t := _resolve(name, MODULES)) and t != m}
+            for m, p in MODULES.items()}
+    pairs = sorted({tuple(sorted((a, b))) for a, targets in uses.items() for b in targets
+                    if a in uses.get(b, ()) and not b.startswith(a + ".") and not a.startswith(b + ".")})
+    assert not pairs, f"modules importing each other: {pairs}"
 
 
 def test_no_import_cycles_at_module_level():

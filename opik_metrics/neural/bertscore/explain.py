@@ -4,14 +4,24 @@ alignment (each token's best match), with the same weights the score used.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from opik_metrics.neural.bertscore.match import f_measure, similarity
 
-if TYPE_CHECKING:
-    from opik_metrics.neural.bertscore.engine import BertScoreEngine
+
+class ExplainableEngine(Protocol):
+    """What ``explain_pair`` needs of a BERTScore engine (``BertScoreEngine`` has it)."""
+
+    embedder: Any
+    weights: Any
+    baseline: Any
+    signature: Any
+    encoder: Any
+
+    def side(self, text: str, emb: dict, memo: dict) -> tuple[Any, str | None]:
+        """The text's vectors and normalised weights, or None and why it cannot be scored."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class Explanation:
         return asdict(self)
 
 
-def explain_pair(engine: "BertScoreEngine", candidate: str, reference: str) -> Explanation:
+def explain_pair(engine: ExplainableEngine, candidate: str, reference: str) -> Explanation:
     """Build the :class:`Explanation` of ``candidate`` against one ``reference``."""
     for field_name, text in (("output", candidate), ("reference", reference)):
         if not isinstance(text, str):
@@ -83,7 +93,7 @@ def explain_pair(engine: "BertScoreEngine", candidate: str, reference: str) -> E
     )
 
 
-def _token_texts(engine: "BertScoreEngine", ids: tuple[int, ...]) -> list[str]:
+def _token_texts(engine: ExplainableEngine, ids: tuple[int, ...]) -> list[str]:
     tok = engine.encoder.tokenizer
     with engine.encoder.tokenizer_lock:
         return [tok.decode([i]) for i in ids]

@@ -6,7 +6,7 @@ operations in the same order, so every value is identical to ``RougeScorer.score
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -14,8 +14,22 @@ from opik_metrics.text.rouge.arrays import LONGEST, pair_counts
 from opik_metrics.text.rouge.token_ids import token_ids
 from opik_metrics.text.rouge.types import LCS, NGRAM
 
-if TYPE_CHECKING:
-    from opik_metrics.text.rouge.scorer import RougeScorer
+
+class PairScorer(Protocol):
+    """What ``BatchScorer`` needs of the per-item scorer (``RougeScorer`` has it)."""
+
+    parsed_types: Sequence[Any]
+    measures: Sequence[Any]
+    tokenizer: Any
+    multi_reference: str
+    alpha: float
+
+    def score_values(self, prediction: str, references: list) -> Any:
+        """P, R, F of each type for one item, flat."""
+
+    def item_values(self, prediction: str, references: list, measures: Any) -> Any:
+        """P, R, F of the given measures for one item, flat."""
+
 
 CHUNK_PAIRS = 4096      # (prediction, reference) pairs tokenised and counted together: arrays of a few MB
 ARRAY_KINDS = (NGRAM, LCS)
@@ -48,7 +62,7 @@ class BatchScorer:
     """``values(predictions, references)``: ``RougeScorer.score_values`` of many items as one
     float64 array, one row per item (P, R, F of each type in ``rouge_types`` order)."""
 
-    def __init__(self, scorer: "RougeScorer") -> None:
+    def __init__(self, scorer: PairScorer) -> None:
         self._scorer = scorer
         self._array_columns = [(column, rouge_type) for column, rouge_type in enumerate(scorer.parsed_types)
                                if rouge_type.kind in ARRAY_KINDS]
