@@ -1,144 +1,26 @@
-"""The local experiment store, used when no Opik server is configured: one SQLite file holding
-experiments and their config, dataset items, task outputs, every score (failed ones with their
-reason), span records and timings. Each item is committed as it finishes, so an interrupted run
-loses nothing already scored and a re-run resumes.
-
-One process at a time runs an experiment: ``begin`` takes a lease on it (a row naming the holder's
-pid and host, renewed by a heartbeat and on every save, expiring when not renewed) in the same
-transaction that creates or resumes it; a second writer stops at once with ``ExperimentLocked``
-naming the holder, or waits for it (``lock_wait``). The lease of a process that died (same host,
-pid gone) or that stopped renewing it (``lease_seconds``) is taken over, so a killed run resumes.
-
-Reading commands (``create=False``) open the file read-only (``mode=ro``, no schema change, no
-write; ``immutable`` on read-only storage); a write asked of such a store reopens it for writing.
-A damaged file (``StoreDamaged``) and another application's SQLite file (``NotAStore``) are named
-as such and never written to.
-"""
+"""``ExperimentStore``: opening the file (read-only for reading commands, never writing a damaged
+or foreign file), beginning, saving and finishing experiments under a lease, and the queries."""
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
-import re
-import socket
 import sqlite3
-import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from opik_metrics.core.numbers import is_number
+from opik_metrics.experiments.store.errors import (ExperimentLocked, ExperimentNotFound, NotAStore, StoreDamaged,
+                                                   StoreError, StoreNotFound, is_damage)
+from opik_metrics.experiments.store.leases import (BUSY_SECONDS, HOST, LEASE_SECONDS, MACHINE, Heartbeat,
+                                                   LOCK_WAIT_ENV, lock_wait_seconds, pid_alive)
+from opik_metrics.experiments.store.records import (ExperimentInfo, StoredItem, StoredScore, config_identity, dumps,
+                                                    finite, loads, read_value, storable_text, stored_value, utc_now)
+from opik_metrics.experiments.store.schema import APPLICATION, CORE_TABLES, META_TABLE, SCHEMA, SCHEMA_VERSION, \
+    expected_columns
 
 STORE_ENV = "OPIK_METRICS_STORE"
-LOCK_WAIT_ENV = "OPIK_METRICS_LOCK_WAIT"   # seconds a run waits for another run of the same experiment
-SCHEMA_VERSION = 1
-APPLICATION = "opik-metrics"
-META_TABLE = "opik_metrics_store"
-LEASE_SECONDS = 60.0                        # a lease not renewed for this long is free
-BUSY_SECONDS = 30.0                         # how long one statement waits for another writer's commit
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS datasets (
-    name        TEXT PRIMARY KEY,
-    created_at  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS dataset_items (
-    dataset     TEXT NOT NULL REFERENCES datasets(name) ON DELETE CASCADE,
-    item_key    TEXT NOT NULL,
-    content     TEXT NOT NULL,              -- JSON: the dataset item
-    PRIMARY KEY (dataset, item_key)
-);
-CREATE TABLE IF NOT EXISTS experiments (
-    id          INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL UNIQUE,
-    dataset     TEXT NOT NULL REFERENCES datasets(name),
-    config      TEXT NOT NULL,              -- JSON: model, settings, metric signatures, versions
-    status      TEXT NOT NULL,              -- running | finished | interrupted
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,
-    seconds     REAL NOT NULL DEFAULT 0,    -- wall time over every (resumed) run
-    runs        INTEGER NOT NULL DEFAULT 0,
-    pushed_at   TEXT,
-    pushed_to   TEXT
-);
-CREATE TABLE IF NOT EXISTS experiment_items (
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    item_key      TEXT NOT NULL,
-    position      INTEGER NOT NULL,
-    status        TEXT NOT NULL,            -- pending | output | scored | failed
-    output        TEXT,                     -- JSON: the task output
-    failure_stage TEXT,
-    failure       TEXT,
-    trace         TEXT,                     -- JSON: span records of the task call
-    task_seconds  REAL,
-    score_seconds REAL,
-    finished_at   TEXT,
-    PRIMARY KEY (experiment_id, item_key)
-);
-CREATE TABLE IF NOT EXISTS scores (
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    item_key      TEXT NOT NULL,
-    name          TEXT NOT NULL,
-    metric        TEXT NOT NULL,
-    value         REAL,                     -- NULL when scoring failed
-    failed        INTEGER NOT NULL DEFAULT 0,
-    reason        TEXT,
-    metadata      TEXT,                     -- JSON, with the signature
-    PRIMARY KEY (experiment_id, item_key, name)
-);
-CREATE TABLE IF NOT EXISTS experiment_scores (
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    name          TEXT NOT NULL,
-    value         REAL,
-    failed        INTEGER NOT NULL DEFAULT 0,
-    reason        TEXT,
-    metadata      TEXT,
-    PRIMARY KEY (experiment_id, name)
-);
-CREATE TABLE IF NOT EXISTS experiment_leases (
-    experiment  TEXT PRIMARY KEY,           -- the experiment name (a lease outlives --overwrite)
-    token       TEXT NOT NULL,              -- the holding ExperimentStore
-    pid         INTEGER NOT NULL,
-    host        TEXT NOT NULL,
-    machine     TEXT NOT NULL,              -- host, boot and pid namespace: where the pid can be checked
-    acquired_at TEXT NOT NULL,
-    renewed_at  REAL NOT NULL,              -- unix time of the last heartbeat
-    expires_at  REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS opik_metrics_store (
-    key         TEXT PRIMARY KEY,           -- application, schema_version, created_at
-    value       TEXT NOT NULL
-);
-"""
-_CORE_TABLES = ("datasets", "dataset_items", "experiments", "experiment_items", "scores", "experiment_scores")
-
-
-class StoreError(RuntimeError):
-    """A problem with the store file or an experiment in it; the message says what to do."""
-
-
-class ExperimentNotFound(StoreError):
-    """No experiment of that name in the store."""
-
-
-class StoreNotFound(StoreError):
-    """No store file where one was expected (reading commands do not create one)."""
-
-
-class StoreDamaged(StoreError):
-    """The store file is damaged (or not an SQLite file at all); it is not written to."""
-
-
-class NotAStore(StoreError):
-    """An SQLite file of another application (or of another schema); it is not written to."""
-
-
-class ExperimentLocked(StoreError):
-    """Another process is running the experiment (or took it over from this one)."""
 
 
 def default_store_path() -> Path:
@@ -148,203 +30,6 @@ def default_store_path() -> Path:
         return Path(explicit).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME", "").strip() or "~/.local/share"
     return Path(data_home).expanduser() / "opik-metrics" / "experiments.sqlite"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _dumps(value: Any) -> str:
-    """JSON text that SQLite can store: non-ASCII kept, lone surrogates (a reply cut in the middle
-    of an emoji: "\\ud83d") written as ``\\uXXXX`` escapes, so that they read back unchanged."""
-    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _text(value: str | None) -> str | None:
-    """Free text (names, reasons) that SQLite can store: a lone surrogate becomes a visible ``\\udXXX``."""
-    if value is None or not isinstance(value, str) or not _LONE_SURROGATE.search(value):
-        return value
-    return value.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if is_number(value) else None
-
-
-def _stored_value(value: Any) -> float | None:
-    """A score's value column: finite numbers and infinities (SQLite keeps them); NaN and anything
-    that is not a number become NULL, read back as ``non_finite="nan"``."""
-    if is_number(value):
-        return float(value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isinf(value):
-        return float(value)
-    return None
-
-
-def _read_value(value: Any, failed: bool) -> tuple[float | None, str | None]:
-    """(value, non_finite) of a stored score: infinities and NULLs of unfailed scores are not values."""
-    if failed:
-        return None, None
-    if value is None:
-        return None, "nan"
-    if isinstance(value, float) and math.isinf(value):
-        return None, "inf" if value > 0 else "-inf"
-    return value, None
-
-
-def config_identity(config: dict) -> str:
-    """The part of a config that must match to resume (``runtime`` settings may change)."""
-    return _dumps({k: v for k, v in config.items() if k != "runtime"})
-
-
-@dataclass
-class StoredScore:
-    """One score of one item; ``value`` is None when the metric failed (see ``reason``)."""
-
-    name: str
-    metric: str
-    value: float | None
-    failed: bool
-    reason: str | None
-    metadata: dict
-    non_finite: str | None = None    # "inf", "-inf" or "nan": the metric gave no finite number (value None)
-
-
-@dataclass
-class StoredItem:
-    """One dataset item's state in an experiment."""
-
-    key: str
-    position: int
-    input: dict
-    status: str
-    output: dict | None = None
-    failure_stage: str | None = None
-    failure: str | None = None
-    trace: list | None = None
-    task_seconds: float | None = None
-    score_seconds: float | None = None
-    finished_at: str | None = None
-    scores: dict[str, StoredScore] = field(default_factory=dict)
-
-
-@dataclass
-class ExperimentInfo:
-    """An experiment's header: config, counts, mean scores and experiment-level scores."""
-
-    id: int
-    name: str
-    dataset: str
-    config: dict
-    status: str
-    created_at: str
-    updated_at: str
-    seconds: float
-    runs: int
-    pushed_at: str | None
-    pushed_to: str | None
-    items: int = 0
-    failed_items: int = 0
-    scored_items: int = 0
-    scores: dict[str, float] = field(default_factory=dict)
-    experiment_scores: dict[str, float | None] = field(default_factory=dict)
-
-    def listing(self) -> dict[str, Any]:
-        """The ``experiments list --format json`` entry; ``scores`` holds item means and corpus scores."""
-        corpus = {k: v for k, v in self.experiment_scores.items() if v is not None}
-        return {"name": self.name, "items": self.items, "failed_items": self.failed_items,
-                "created_at": self.created_at, "config": self.config,
-                "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset}
-
-
-# ---- the lease holder's identity -------------------------------------------------------------
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def _machine() -> str:
-    """Where a pid means the same process: host name, boot id and pid namespace."""
-    namespace = ""
-    try:
-        namespace = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        pass
-    return f"{socket.gethostname()}|{_read('/proc/sys/kernel/random/boot_id')}|{namespace}"
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` (on this machine) is running; a zombie is not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return True
-    stat = _read(f"/proc/{pid}/stat")
-    return not (stat and stat.rpartition(")")[2].split()[:1] == ["Z"])
-
-
-_HOST = socket.gethostname()
-_MACHINE = _machine()
-
-
-class _Heartbeat(threading.Thread):
-    """Renews one lease every quarter of its length, on a connection of its own."""
-
-    def __init__(self, path: Path, name: str, token: str, seconds: float) -> None:
-        super().__init__(daemon=True, name=f"opik-metrics-lease:{name}")
-        self.path, self.experiment, self.token, self.seconds = path, name, token, seconds
-        self._stopping = threading.Event()
-
-    def run(self) -> None:
-        try:
-            db = sqlite3.connect(self.path, timeout=max(1.0, self.seconds / 2), check_same_thread=False)
-        except sqlite3.Error:
-            return
-        try:
-            while not self._stopping.wait(max(0.05, self.seconds / 4)):
-                try:
-                    with db:
-                        now = time.time()
-                        cur = db.execute("UPDATE experiment_leases SET renewed_at = ?, expires_at = ? "
-                                         "WHERE experiment = ? AND token = ?",
-                                         (now, now + self.seconds, self.experiment, self.token))
-                    if cur.rowcount == 0:
-                        return      # taken over: the next save of the run says so
-                except sqlite3.Error:
-                    continue        # busy: the next beat tries again
-        finally:
-            db.close()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self.is_alive() and self is not threading.current_thread():
-            self.join(timeout=BUSY_SECONDS)
-
-
-_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_SEQUENCE",
-                 "SQLITE_CORRUPT_VTAB"}
-_DAMAGE_WORDS = ("file is not a database", "malformed", "corrupt")
-
-
-def _is_damage(exc: sqlite3.DatabaseError) -> bool:
-    code = getattr(exc, "sqlite_errorname", "") or ""
-    return code in _DAMAGE_CODES or any(word in str(exc).lower() for word in _DAMAGE_WORDS)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -363,18 +48,6 @@ def _guarded(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-@functools.lru_cache(maxsize=1)
-def _expected_columns() -> dict[str, frozenset[str]]:
-    """Each table of our schema with its columns (read from the schema itself)."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.executescript(_SCHEMA)
-        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {t: frozenset(r[1] for r in db.execute(f'PRAGMA table_info("{t}")')) for t in tables}
-    finally:
-        db.close()
-
-
 class ExperimentStore:
     """A SQLite experiment store (``path``, or the default path); use as a context manager.
 
@@ -387,13 +60,13 @@ class ExperimentStore:
     def __init__(self, path: str | os.PathLike | None = None, create: bool = True, *,
                  lock_wait: float | None = None, lease_seconds: float = LEASE_SECONDS) -> None:
         self.path = Path(path).expanduser() if path else default_store_path()
-        self.lock_wait = _lock_wait(lock_wait)
+        self.lock_wait = lock_wait_seconds(lock_wait)
         if not (isinstance(lease_seconds, (int, float)) and math.isfinite(lease_seconds) and lease_seconds > 0):
             raise ValueError(f"lease_seconds: expected a positive number, got {lease_seconds!r}")
         self.lease_seconds = float(lease_seconds)
         self._token = uuid.uuid4().hex
         self._held: dict[int, str] = {}               # experiment id -> name, leases this store holds
-        self._heartbeats: dict[str, _Heartbeat] = {}
+        self._heartbeats: dict[str, Heartbeat] = {}
         self._damage: str | None = None               # why the file is damaged, once seen
         self._empty = False                           # read-only view of a file with no tables yet
         self._db: sqlite3.Connection | None = None
@@ -422,7 +95,7 @@ class ExperimentStore:
             except sqlite3.DatabaseError as exc:
                 if db is not None:
                     db.close()
-                if _is_damage(exc) or "immutable" in query or not _readonly_storage(exc):
+                if is_damage(exc) or "immutable" in query or not readonly_storage(exc):
                     raise self._store_error(exc, opening=True) from None
             except StoreError:
                 if db is not None:
@@ -444,10 +117,10 @@ class ExperimentStore:
             db.execute("PRAGMA foreign_keys = ON")
             db.execute("PRAGMA journal_mode = WAL")
             if kind != "ours":
-                db.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + f"""
+                db.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + f"""
                     INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('application', '{APPLICATION}');
                     INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
-                    INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('created_at', '{_now()}');
+                    INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('created_at', '{utc_now()}');
                     PRAGMA user_version = {SCHEMA_VERSION};
                     COMMIT;""")
             self._db, db = db, None
@@ -468,7 +141,7 @@ class ExperimentStore:
         tables = {r[0]: frozenset(c[1] for c in db.execute(f'PRAGMA table_info("{r[0]}")'))
                   for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                       "AND name NOT LIKE 'sqlite!_%' ESCAPE '!'")}
-        expected = _expected_columns()
+        expected = expected_columns()
         if META_TABLE in tables:
             meta = {}
             if {"key", "value"} <= tables[META_TABLE]:
@@ -492,8 +165,8 @@ class ExperimentStore:
                 raise NotAStore(self._foreign_message(tables))
             if version > SCHEMA_VERSION:
                 raise StoreError(self._newer_message(version))
-        different = sorted(t for t in _CORE_TABLES if t in tables and not expected[t] <= tables[t])
-        missing = [t for t in _CORE_TABLES if t not in tables]
+        different = sorted(t for t in CORE_TABLES if t in tables and not expected[t] <= tables[t])
+        missing = [t for t in CORE_TABLES if t not in tables]
         if different or (kind == "ours" and missing):
             what = (f"table {', '.join(different)} has other columns than ours" if different
                     else f"it lacks table {', '.join(missing)}")
@@ -517,7 +190,7 @@ class ExperimentStore:
 
     def _store_error(self, exc: sqlite3.DatabaseError, opening: bool = False) -> StoreError:
         """A StoreError saying what ``exc`` means for this store."""
-        if _is_damage(exc):
+        if is_damage(exc):
             self._damage = self._damage or str(exc)
             return StoreDamaged(self._damage_message(str(exc)))
         text = str(exc)
@@ -579,7 +252,7 @@ class ExperimentStore:
         row = self._conn.execute("SELECT * FROM experiment_leases WHERE experiment = ?", (name,)).fetchone()
         if row is None or row["token"] == self._token or row["expires_at"] < time.time():
             return None
-        if row["machine"] == _MACHINE and not _pid_alive(int(row["pid"])):
+        if row["machine"] == MACHINE and not pid_alive(int(row["pid"])):
             return None
         return row
 
@@ -588,7 +261,7 @@ class ExperimentStore:
         self._conn.execute(
             "INSERT OR REPLACE INTO experiment_leases (experiment, token, pid, host, machine, acquired_at, "
             "renewed_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, self._token, os.getpid(), _HOST, _MACHINE, _now(), now, now + self.lease_seconds))
+            (name, self._token, os.getpid(), HOST, MACHINE, utc_now(), now, now + self.lease_seconds))
 
     def _locked_message(self, name: str, row: sqlite3.Row, waited: float) -> str:
         ago = max(0.0, time.time() - row["renewed_at"])
@@ -644,8 +317,8 @@ class ExperimentStore:
         ``wait`` seconds (default: the store's ``lock_wait``).
         """
         db = self._writable()
-        name, dataset = _text(name), _text(dataset)
-        wait = self.lock_wait if wait is None else _lock_wait(wait)
+        name, dataset = storable_text(name), storable_text(dataset)
+        wait = self.lock_wait if wait is None else lock_wait_seconds(wait)
         started = time.monotonic()
         while True:
             db.execute("BEGIN IMMEDIATE")
@@ -667,7 +340,7 @@ class ExperimentStore:
             del self._held[old]
         self._held[exp_id] = name
         if name not in self._heartbeats:
-            heartbeat = _Heartbeat(self.path, name, self._token, self.lease_seconds)
+            heartbeat = Heartbeat(self.path, name, self._token, self.lease_seconds)
             heartbeat.start()
             self._heartbeats[name] = heartbeat
         done = db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
@@ -677,7 +350,7 @@ class ExperimentStore:
     def _begin_locked(self, db: sqlite3.Connection, name: str, dataset: str, config: dict,
                       items: Sequence[tuple[str, dict]], overwrite: bool) -> int:
         """``begin`` inside its transaction, the lease free for us."""
-        now = _now()
+        now = utc_now()
         self._take_lease(name)
         row = db.execute("SELECT id, config, dataset FROM experiments WHERE name = ?", (name,)).fetchone()
         if row is not None and overwrite:
@@ -687,27 +360,27 @@ class ExperimentStore:
             self._check_resumable(name, row, dataset, config)
         db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)", (dataset, now))
         db.executemany("INSERT OR IGNORE INTO dataset_items (dataset, item_key, content) VALUES (?, ?, ?)",
-                       [(dataset, key, _dumps(content)) for key, content in items])
+                       [(dataset, key, dumps(content)) for key, content in items])
         if row is None:
             cur = db.execute("INSERT INTO experiments (name, dataset, config, status, created_at, updated_at, runs) "
-                             "VALUES (?, ?, ?, 'running', ?, ?, 1)", (name, dataset, _dumps(config), now, now))
+                             "VALUES (?, ?, ?, 'running', ?, ?, 1)", (name, dataset, dumps(config), now, now))
             exp_id = int(cur.lastrowid)
         else:
             exp_id = int(row["id"])
             db.execute("UPDATE experiments SET status = 'running', updated_at = ?, runs = runs + 1, "
-                       "config = ? WHERE id = ?", (now, _dumps(config), exp_id))
+                       "config = ? WHERE id = ?", (now, dumps(config), exp_id))
         db.executemany("INSERT OR IGNORE INTO experiment_items (experiment_id, item_key, position, status) "
                        "VALUES (?, ?, ?, 'pending')", [(exp_id, key, pos) for pos, (key, _) in enumerate(items)])
         return exp_id
 
     def _check_resumable(self, name: str, row: sqlite3.Row, dataset: str, config: dict) -> None:
-        stored = _loads(row["config"])
+        stored = loads(row["config"])
         if row["dataset"] != dataset:
             raise StoreError(f"experiment {name!r} in {self.path} ran on dataset {row['dataset']!r}, not "
                              f"{dataset!r}: choose another experiment name, or pass --overwrite to replace it")
         if config_identity(stored) != config_identity(config):
             changed = sorted(k for k in set(stored) | set(config)
-                             if k != "runtime" and _dumps(stored.get(k)) != _dumps(config.get(k)))
+                             if k != "runtime" and dumps(stored.get(k)) != dumps(config.get(k)))
             raise StoreError(f"experiment {name!r} in {self.path} has a different config (changed: "
                              f"{', '.join(changed)}): choose another experiment name to keep both, or "
                              "pass --overwrite to replace it")
@@ -722,7 +395,7 @@ class ExperimentStore:
             db.execute(
                 "UPDATE experiment_items SET status = 'output', output = ?, trace = ?, task_seconds = ?, "
                 "failure_stage = NULL, failure = NULL WHERE experiment_id = ? AND item_key = ?",
-                (_dumps(output), _dumps(trace) if trace else None, task_seconds, exp_id, key))
+                (dumps(output), dumps(trace) if trace else None, task_seconds, exp_id, key))
 
     @_guarded
     def save_failure(self, exp_id: int, key: str, stage: str, reason: str, trace: list | None = None,
@@ -734,7 +407,7 @@ class ExperimentStore:
             db.execute(
                 "UPDATE experiment_items SET status = 'failed', failure_stage = ?, failure = ?, trace = ?, "
                 "task_seconds = ?, output = NULL, finished_at = ? WHERE experiment_id = ? AND item_key = ?",
-                (_text(stage), _text(reason), _dumps(trace) if trace else None, task_seconds, _now(), exp_id, key))
+                (storable_text(stage), storable_text(reason), dumps(trace) if trace else None, task_seconds, utc_now(), exp_id, key))
             db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
 
     @_guarded
@@ -742,8 +415,8 @@ class ExperimentStore:
                     score_seconds: float | None) -> None:
         """Every score of one item (failed ones with their reason); the item is then finished.
         An infinite value is kept as such, NaN as NULL: neither counts as a value when read."""
-        rows = [(exp_id, key, _text(s.name), _text(s.metric), None if s.failed else _stored_value(s.value),
-                 int(s.failed), _text(s.reason), _dumps(s.metadata or {})) for s in scores]
+        rows = [(exp_id, key, storable_text(s.name), storable_text(s.metric), None if s.failed else stored_value(s.value),
+                 int(s.failed), storable_text(s.reason), dumps(s.metadata or {})) for s in scores]
         db = self._writable()
         with db:
             self._fence(exp_id)
@@ -753,13 +426,13 @@ class ExperimentStore:
                 "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute(
                 "UPDATE experiment_items SET status = 'scored', score_seconds = ?, finished_at = ? "
-                "WHERE experiment_id = ? AND item_key = ?", (score_seconds, _now(), exp_id, key))
+                "WHERE experiment_id = ? AND item_key = ?", (score_seconds, utc_now(), exp_id, key))
 
     @_guarded
     def save_experiment_scores(self, exp_id: int, scores: Iterable[StoredScore]) -> None:
         """Experiment-level scores (corpus BLEU, ...), replacing earlier ones."""
-        rows = [(exp_id, _text(s.name), None if s.failed else _finite(s.value), int(s.failed), _text(s.reason),
-                 _dumps(s.metadata or {})) for s in scores]
+        rows = [(exp_id, storable_text(s.name), None if s.failed else finite(s.value), int(s.failed), storable_text(s.reason),
+                 dumps(s.metadata or {})) for s in scores]
         db = self._writable()
         with db:
             self._fence(exp_id)
@@ -774,7 +447,7 @@ class ExperimentStore:
         with db:
             name = self._fence(exp_id)
             db.execute("UPDATE experiments SET status = ?, updated_at = ?, seconds = seconds + ? "
-                       "WHERE id = ?", (status, _now(), seconds, exp_id))
+                       "WHERE id = ?", (status, utc_now(), seconds, exp_id))
             db.execute("DELETE FROM experiment_leases WHERE experiment = ? AND token = ?", (name, self._token))
         self._release(name)
 
@@ -784,14 +457,14 @@ class ExperimentStore:
         db = self._writable()
         with db:
             db.execute("UPDATE experiments SET pushed_at = ?, pushed_to = ? WHERE name = ?",
-                       (_now(), _text(target), _text(name)))
+                       (utc_now(), storable_text(target), storable_text(name)))
 
     @_guarded
     def delete(self, name: str) -> None:
         """Remove an experiment with its items and scores (dataset items stay); refused while another
         process runs it."""
         db = self._writable()
-        name = _text(name)
+        name = storable_text(name)
         db.execute("BEGIN IMMEDIATE")
         try:
             holder = self._holder(name)
@@ -818,17 +491,17 @@ class ExperimentStore:
         if statuses:
             sql += f" AND ei.status IN ({', '.join('?' * len(statuses))})"
             args.extend(statuses)
-        items = [StoredItem(key=r["item_key"], position=r["position"], input=_loads(r["content"]),
-                            status=r["status"], output=_loads(r["output"]), failure_stage=r["failure_stage"],
-                            failure=r["failure"], trace=_loads(r["trace"]), task_seconds=r["task_seconds"],
+        items = [StoredItem(key=r["item_key"], position=r["position"], input=loads(r["content"]),
+                            status=r["status"], output=loads(r["output"]), failure_stage=r["failure_stage"],
+                            failure=r["failure"], trace=loads(r["trace"]), task_seconds=r["task_seconds"],
                             score_seconds=r["score_seconds"], finished_at=r["finished_at"])
                  for r in db.execute(sql + " ORDER BY ei.position", args)]
         by_key = {item.key: item for item in items}
         for r in db.execute("SELECT * FROM scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,)):
             if r["item_key"] in by_key:
-                value, non_finite = _read_value(r["value"], bool(r["failed"]))
+                value, non_finite = read_value(r["value"], bool(r["failed"]))
                 by_key[r["item_key"]].scores[r["name"]] = StoredScore(
-                    r["name"], r["metric"], value, bool(r["failed"]), r["reason"], _loads(r["metadata"]),
+                    r["name"], r["metric"], value, bool(r["failed"]), r["reason"], loads(r["metadata"]),
                     non_finite)
         return items
 
@@ -848,7 +521,7 @@ class ExperimentStore:
     @_guarded
     def info(self, name: str) -> ExperimentInfo:
         row = None if self._empty else self._conn.execute("SELECT * FROM experiments WHERE name = ?",
-                                                          (_text(name),)).fetchone()
+                                                          (storable_text(name),)).fetchone()
         if row is None:
             known = self.names()
             hint = f"; stored: {', '.join(known)}" if known else "; the store is empty"
@@ -868,7 +541,7 @@ class ExperimentStore:
         corpus = {r[0]: r[1] for r in db.execute(
             "SELECT name, value FROM experiment_scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,))}
         return ExperimentInfo(
-            id=exp_id, name=row["name"], dataset=row["dataset"], config=_loads(row["config"]),
+            id=exp_id, name=row["name"], dataset=row["dataset"], config=loads(row["config"]),
             status=row["status"], created_at=row["created_at"], updated_at=row["updated_at"],
             seconds=row["seconds"], runs=row["runs"], pushed_at=row["pushed_at"], pushed_to=row["pushed_to"],
             items=sum(counts.values()), failed_items=counts.get("failed", 0),
@@ -878,29 +551,12 @@ class ExperimentStore:
     def experiment_score_rows(self, exp_id: int) -> list[StoredScore]:
         if self._empty:
             return []
-        return [StoredScore(r["name"], "", r["value"], bool(r["failed"]), r["reason"], _loads(r["metadata"]))
+        return [StoredScore(r["name"], "", r["value"], bool(r["failed"]), r["reason"], loads(r["metadata"]))
                 for r in self._conn.execute("SELECT * FROM experiment_scores WHERE experiment_id = ? "
                                             "ORDER BY rowid", (exp_id,))]
 
 
-def _lock_wait(value: float | None) -> float:
-    """Seconds to wait for another run of the same experiment: ``value``, else $OPIK_METRICS_LOCK_WAIT, else 0."""
-    source = "lock_wait"
-    if value is None:
-        text = os.environ.get(LOCK_WAIT_ENV, "").strip()
-        if not text:
-            return 0.0
-        source = f"${LOCK_WAIT_ENV}"
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{source}: expected a number of seconds, got {text!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-        raise ValueError(f"{source}: expected a number of seconds >= 0, got {value!r}")
-    return float(value)
-
-
-def _readonly_storage(exc: sqlite3.DatabaseError) -> bool:
+def readonly_storage(exc: sqlite3.DatabaseError) -> bool:
     """Whether ``exc`` is SQLite failing to make its -shm/-wal files beside a store on read-only storage."""
     code = getattr(exc, "sqlite_errorname", "") or ""
     return code.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")) or "readonly" in str(exc) \

@@ -1,0 +1,130 @@
+"""What the store holds, as Python values: scores, items and experiment headers, and how values
+and texts are encoded so that they read back unchanged."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from opik_metrics.core.numbers import is_number
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dumps(value: Any) -> str:
+    """JSON text that SQLite can store: non-ASCII kept, lone surrogates (a reply cut in the middle
+    of an emoji: "\\ud83d") written as ``\\uXXXX`` escapes, so that they read back unchanged."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def storable_text(value: str | None) -> str | None:
+    """Free text (names, reasons) that SQLite can store: a lone surrogate becomes a visible ``\\udXXX``."""
+    if value is None or not isinstance(value, str) or not LONE_SURROGATE.search(value):
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def finite(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def stored_value(value: Any) -> float | None:
+    """A score's value column: finite numbers and infinities (SQLite keeps them); NaN and anything
+    that is not a number become NULL, read back as ``non_finite="nan"``."""
+    if is_number(value):
+        return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isinf(value):
+        return float(value)
+    return None
+
+
+def read_value(value: Any, failed: bool) -> tuple[float | None, str | None]:
+    """(value, non_finite) of a stored score: infinities and NULLs of unfailed scores are not values."""
+    if failed:
+        return None, None
+    if value is None:
+        return None, "nan"
+    if isinstance(value, float) and math.isinf(value):
+        return None, "inf" if value > 0 else "-inf"
+    return value, None
+
+
+def config_identity(config: dict) -> str:
+    """The part of a config that must match to resume (``runtime`` settings may change)."""
+    return dumps({k: v for k, v in config.items() if k != "runtime"})
+
+
+@dataclass
+class StoredScore:
+    """One score of one item; ``value`` is None when the metric failed (see ``reason``)."""
+
+    name: str
+    metric: str
+    value: float | None
+    failed: bool
+    reason: str | None
+    metadata: dict
+    non_finite: str | None = None    # "inf", "-inf" or "nan": the metric gave no finite number (value None)
+
+
+@dataclass
+class StoredItem:
+    """One dataset item's state in an experiment."""
+
+    key: str
+    position: int
+    input: dict
+    status: str
+    output: dict | None = None
+    failure_stage: str | None = None
+    failure: str | None = None
+    trace: list | None = None
+    task_seconds: float | None = None
+    score_seconds: float | None = None
+    finished_at: str | None = None
+    scores: dict[str, StoredScore] = field(default_factory=dict)
+
+
+@dataclass
+class ExperimentInfo:
+    """An experiment's header: config, counts, mean scores and experiment-level scores."""
+
+    id: int
+    name: str
+    dataset: str
+    config: dict
+    status: str
+    created_at: str
+    updated_at: str
+    seconds: float
+    runs: int
+    pushed_at: str | None
+    pushed_to: str | None
+    items: int = 0
+    failed_items: int = 0
+    scored_items: int = 0
+    scores: dict[str, float] = field(default_factory=dict)
+    experiment_scores: dict[str, float | None] = field(default_factory=dict)
+
+    def listing(self) -> dict[str, Any]:
+        """The ``experiments list --format json`` entry; ``scores`` holds item means and corpus scores."""
+        corpus = {k: v for k, v in self.experiment_scores.items() if v is not None}
+        return {"name": self.name, "items": self.items, "failed_items": self.failed_items,
+                "created_at": self.created_at, "config": self.config,
+                "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset}
+
+
+# ---- the lease holder's identity -------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""The store's SQLite schema, its version and the tables and columns it expects."""
+from __future__ import annotations
+
+import functools
+import sqlite3
+
+SCHEMA_VERSION = 1
+APPLICATION = "opik-metrics"
+META_TABLE = "opik_metrics_store"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS datasets (
+    name        TEXT PRIMARY KEY,
+    created_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dataset_items (
+    dataset     TEXT NOT NULL REFERENCES datasets(name) ON DELETE CASCADE,
+    item_key    TEXT NOT NULL,
+    content     TEXT NOT NULL,              -- JSON: the dataset item
+    PRIMARY KEY (dataset, item_key)
+);
+CREATE TABLE IF NOT EXISTS experiments (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    dataset     TEXT NOT NULL REFERENCES datasets(name),
+    config      TEXT NOT NULL,              -- JSON: model, settings, metric signatures, versions
+    status      TEXT NOT NULL,              -- running | finished | interrupted
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    seconds     REAL NOT NULL DEFAULT 0,    -- wall time over every (resumed) run
+    runs        INTEGER NOT NULL DEFAULT 0,
+    pushed_at   TEXT,
+    pushed_to   TEXT
+);
+CREATE TABLE IF NOT EXISTS experiment_items (
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    item_key      TEXT NOT NULL,
+    position      INTEGER NOT NULL,
+    status        TEXT NOT NULL,            -- pending | output | scored | failed
+    output        TEXT,                     -- JSON: the task output
+    failure_stage TEXT,
+    failure       TEXT,
+    trace         TEXT,                     -- JSON: span records of the task call
+    task_seconds  REAL,
+    score_seconds REAL,
+    finished_at   TEXT,
+    PRIMARY KEY (experiment_id, item_key)
+);
+CREATE TABLE IF NOT EXISTS scores (
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    item_key      TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    metric        TEXT NOT NULL,
+    value         REAL,                     -- NULL when scoring failed
+    failed        INTEGER NOT NULL DEFAULT 0,
+    reason        TEXT,
+    metadata      TEXT,                     -- JSON, with the signature
+    PRIMARY KEY (experiment_id, item_key, name)
+);
+CREATE TABLE IF NOT EXISTS experiment_scores (
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    name          TEXT NOT NULL,
+    value         REAL,
+    failed        INTEGER NOT NULL DEFAULT 0,
+    reason        TEXT,
+    metadata      TEXT,
+    PRIMARY KEY (experiment_id, name)
+);
+CREATE TABLE IF NOT EXISTS experiment_leases (
+    experiment  TEXT PRIMARY KEY,           -- the experiment name (a lease outlives --overwrite)
+    token       TEXT NOT NULL,              -- the holding ExperimentStore
+    pid         INTEGER NOT NULL,
+    host        TEXT NOT NULL,
+    machine     TEXT NOT NULL,              -- host, boot and pid namespace: where the pid can be checked
+    acquired_at TEXT NOT NULL,
+    renewed_at  REAL NOT NULL,              -- unix time of the last heartbeat
+    expires_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS opik_metrics_store (
+    key         TEXT PRIMARY KEY,           -- application, schema_version, created_at
+    value       TEXT NOT NULL
+);
+"""
+CORE_TABLES = ("datasets", "dataset_items", "experiments", "experiment_items", "scores", "experiment_scores")
+
+
+@functools.lru_cache(maxsize=1)
+def expected_columns() -> dict[str, frozenset[str]]:
+    """Each table of our schema with its columns (read from the schema itself)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: frozenset(r[1] for r in db.execute(f'PRAGMA table_info("{t}")')) for t in tables}
+    finally:
+        db.close()
