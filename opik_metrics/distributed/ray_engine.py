@@ -173,8 +173,7 @@ class RayEngine:
     def _tasks(ray: Any, groups: list, args: tuple, workers: int) -> Iterator[Any]:
         """Text metrics: one plain Ray task a group, ``workers`` at a time (the next group starts
         as soon as any finishes), results handed on in order. Not Ray Data: its executor and
-        helper actors cost seconds of a small cluster's CPU that independent groups do not need
-        (measured: 200,000 pairs, 2 workers, 8,300-8,500 pairs/s against 7,100-7,600)."""
+        helper actors cost seconds of a small cluster's CPU that independent groups do not need."""
         score = ray.remote(num_cpus=1)(_score_group_task)
         following = iter(enumerate(groups))
         running: dict = {}                 # ref -> group number

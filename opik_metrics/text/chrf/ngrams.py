@@ -3,7 +3,7 @@ n-grams: per row and order n, the hypothesis' n-grams, the reference's, and the 
 (sum over distinct n-grams of the smaller of the two counts, as sacrebleu's Counter loop).
 
 Rewritten rather than reused for speed: sacrebleu builds a ``Counter`` of substrings per order and
-side and walks it in Python (~0.7 ms a 200-character pair). Here every symbol (character or word
+side and walks it in Python. Here every symbol (character or word
 id) gets a small code, and every position the code of the window of ``order`` symbols starting
 there (past the end of its text, a filler that differs between hypothesis and reference); one
 64-bit key per position packs (row, window, side). One sort of the keys puts every n-gram of

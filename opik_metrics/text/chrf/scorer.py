@@ -24,7 +24,7 @@ from opik_metrics.text.references import check_bool, check_text, corpus_lists, r
 References = Union[str, Sequence[Optional[str]]]
 
 #: Below this many characters (all texts of a call together) n-grams are counted in plain Python:
-#: numpy's fixed cost per call (~0.4 ms here) is then more than the counting (~1 us a character).
+#: numpy's fixed cost per call is then more than the counting.
 SMALL_BATCH = 400
 
 # sacrebleu's CHRF._PUNCTS (string.punctuation), for chrF++'s word splitting.

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["RougeScorer", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
 MULTI_REFERENCE_MODES = ("best", "average")
-BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays cost about 2 ms a call whatever the size (measured: even at 64 items)
+BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays' fixed cost a call is more than they save (docs/speed.md)
 
 
 def _require_str(value, what: str) -> str:
