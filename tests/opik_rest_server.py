@@ -260,12 +260,8 @@ class OpikRestServer:
             return 200, _public(DatasetPublic, self.datasets[match.group(1)]), False
         match = re.fullmatch(r"/v1/private/datasets/([^/]+)/items", p)
         if method == "GET" and match and match.group(1) in self.datasets:
-            page = int((query.get("page") or ["1"])[0])
-            size = int((query.get("size") or ["100"])[0])
             rows = [{**r, "dataset_id": match.group(1)} for r in self.dataset_items[match.group(1)]]
-            content = rows[(page - 1) * size: page * size]
-            return 200, _public(DatasetItemPagePublic, {"page": page, "size": len(content), "total": len(rows),
-                                                        "content": content}), False
+            return 200, _public(DatasetItemPagePublic, _numbered_page(rows, query)), False
         match = re.fullmatch(r"/v1/private/datasets/([^/]+)/versions", p)
         if method == "GET" and match and match.group(1) in self.datasets:    # unversioned datasets only
             return 200, _public(DatasetVersionPagePublic, {"page": 1, "size": 0, "total": 0, "content": []}), False
@@ -279,11 +275,7 @@ class OpikRestServer:
             if method == "GET":
                 name = (query.get("name") or [""])[0]
                 found = [d for d in self.dashboards.values() if name.lower() in d["name"].lower()]
-                page = int((query.get("page") or ["1"])[0])
-                size = int((query.get("size") or ["100"])[0])
-                content = found[(page - 1) * size: page * size]
-                return 200, _public(DashboardPagePublic, {"page": page, "size": len(content), "total": len(found),
-                                                          "content": content}), False
+                return 200, _public(DashboardPagePublic, _numbered_page(found, query)), False
             if method == "POST":
                 check_body(DashboardWrite, body)
                 board = {k: v for k, v in body.items() if v is not None and k != "project_name"}
@@ -314,17 +306,21 @@ class OpikRestServer:
 
     def _compare_page(self, dataset_id: str, query: dict) -> dict:
         experiment_ids = json.loads((query.get("experiment_ids") or ["[]"])[0])
-        page = int((query.get("page") or ["1"])[0])
-        size = int((query.get("size") or ["100"])[0])
         rows = []
         for dataset_item in self.dataset_items.get(dataset_id, []):
             items = [i for e in experiment_ids for i in self.experiment_items.get(e, [])
                      if i["dataset_item_id"] == dataset_item["id"]]
             if items:
                 rows.append({**dataset_item, "data": dict(dataset_item["data"]), "experiment_items": items})
-        content = rows[(page - 1) * size: page * size]
-        return _public(DatasetItemPageCompare, {"page": page, "size": len(content), "total": len(rows),
-                                                "content": content})
+        return _public(DatasetItemPageCompare, _numbered_page(rows, query))
+
+
+def _numbered_page(rows: list[dict], query: dict) -> dict:
+    """Page ``page`` of ``size`` rows (query parameters), as Opik's paged answers hold it."""
+    page = int((query.get("page") or ["1"])[0])
+    size = int((query.get("size") or ["100"])[0])
+    content = rows[(page - 1) * size: page * size]
+    return {"page": page, "size": len(content), "total": len(rows), "content": content}
 
 
 def _handler(server: OpikRestServer) -> type[BaseHTTPRequestHandler]:

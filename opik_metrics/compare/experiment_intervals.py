@@ -6,7 +6,6 @@ score of its own (corpus BLEU, perplexity) its value and an interval from resamp
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, Sequence
 
 from opik.evaluation.metrics.score_result import ScoreResult
@@ -35,7 +34,7 @@ def _results_named(test_results: Sequence[Any], name: str) -> list[ScoreResult |
 
 def _mean_scores(name: str, test_results: Sequence[Any], settings: dict) -> list[ScoreResult]:
     values = [float(r.value) for r in _results_named(test_results, name)
-              if r is not None and is_number(r.value) and math.isfinite(r.value)]
+              if r is not None and is_number(r.value)]
     if not values:
         return []
     statistic = MeanStatistic(values)

@@ -15,14 +15,11 @@ import math
 from typing import Any, Mapping, Sequence
 
 from opik_metrics.compare.analysis import VERDICT_NONE, VERDICT_SIGNIFICANT
+from opik_metrics.core.numbers import is_number
 
 SCHEMA = "opik-metrics/publication/1"
 METADATA_KEY = "opik_metrics_comparison"
 MAX_DIFF_FACTOR = 10 ** 6
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def interval_names(score: str, confidence: float) -> tuple[str, str]:
@@ -37,8 +34,8 @@ def diff_factor(deltas: Sequence[float], bounds: Sequence[Any] = (None, None)) -
     within [-1, 1], else 1; then as large as needed for every non-zero difference to show two
     significant figures at two decimals (at least 0.10 once scaled). Capped at 10**6."""
     low, high = (list(bounds or ()) + [None, None])[:2]
-    factor = 100 if _finite(low) and _finite(high) and -1 <= low and high <= 1 else 1
-    smallest = min((abs(d) for d in deltas if _finite(d) and d != 0), default=0.0)
+    factor = 100 if is_number(low) and is_number(high) and -1 <= low and high <= 1 else 1
+    smallest = min((abs(d) for d in deltas if is_number(d) and d != 0), default=0.0)
     while 0 < smallest * factor < 0.1 and factor < MAX_DIFF_FACTOR:
         factor *= 10
     return factor
@@ -163,19 +160,19 @@ def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any]) 
     out: dict[str, dict[str, float]] = {name: {} for name in record["experiments"]}
     for metric in comparison["metrics"]:
         score = metric["name"]
+        low_name, high_name = interval_names(score, confidence)
         for name, entry in comparison["scores"][score].items():
-            low_name, high_name = interval_names(score, confidence)
-            if metric["kind"] == "corpus" and _finite(entry["value"]):
+            if metric["kind"] == "corpus" and is_number(entry["value"]):
                 out[name][score] = float(entry["value"])
-            if _finite(entry["low"]) and _finite(entry["high"]):
+            if is_number(entry["low"]) and is_number(entry["high"]):
                 out[name][low_name], out[name][high_name] = float(entry["low"]), float(entry["high"])
         factor = diff_factor([p["scores"][score]["difference"] for p in against_baseline], metric.get("bounds"))
         for pair in against_baseline:
             entry = pair["scores"][score]
             names = pair_names(score, baseline, factor)
-            if _finite(entry["difference"]):
+            if is_number(entry["difference"]):
                 out[pair["system"]][names["diff"]] = round(entry["difference"] * factor, 12)
-            if _finite(entry["p_value"]):
+            if is_number(entry["p_value"]):
                 out[pair["system"]][names["p"]] = p_percent(entry["p_value"], entry["verdict"] == VERDICT_SIGNIFICANT,
                                                                    record["alpha"])
             if entry["direction_verdict"] is not None:
