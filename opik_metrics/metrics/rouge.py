@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 from itertools import chain, cycle
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
 from opik_metrics.metrics import positional_results
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.metrics.shared_metadata import SharedMetadata
-from opik_metrics.text.rouge.kernel import RougeKernel
-from opik_metrics.text.rouge.scorer import RougeScorer
+from opik_metrics.text.rouge.scorer import RougeKernel, RougeScorer
 
 _PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))
 
@@ -40,7 +39,7 @@ class ROUGE(ReferenceMetric):
     rougeSU: default (3 + 3) / (6 + 4) = 0.6, 1.5.5 (3 + 2) / (6 + 3) = 0.55556 (unigrams of
     "police killed the" only). See ``opik_metrics.text.rouge.rouge155``.
 
-    Example:
+    Examples:
         >>> from opik_metrics import ROUGE
         >>> [r.name for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
         ['rouge1_precision', 'rouge1_recall', 'rouge1_f1']
@@ -66,7 +65,7 @@ class ROUGE(ReferenceMetric):
     ) -> None:
         if isinstance(rouge_types, str):
             rouge_types = (rouge_types,)
-        options = dict(use_stemmer=use_stemmer, remove_stopwords=remove_stopwords, tokenizer=tokenizer,
+        options: dict[str, Any] = dict(use_stemmer=use_stemmer, remove_stopwords=remove_stopwords, tokenizer=tokenizer,
                        alpha=alpha, beta=beta, wlcs_weight=wlcs_weight, multi_reference=multi_reference,
                        rouge155=rouge155)
         self._scorer = RougeScorer(tuple(rouge_types), **options)
@@ -89,15 +88,14 @@ class ROUGE(ReferenceMetric):
                             {"field": fields.index(main)}, bounds=(0.0, 1.0), is_mean=True)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        rows = self._scorer.rows_many(outputs, references)
-        return self._results(outputs, references, list(chain.from_iterable(rows)))
+        return self._results(outputs, references, self._scorer.score_batch(outputs, references, flat=True))
 
     def _batch_kernel(self) -> RougeKernel | None:
         return self._kernel
 
-    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values) -> list:
-        """``values``: ``RougeScorer.values_many``'s array, a row per item."""
-        return self._results(outputs, references, values.ravel().tolist())
+    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: list[float]) -> list:
+        """``values``: the kernel's ``score_batch(..., flat=True)``."""
+        return self._results(outputs, references, values)
 
     def _results(self, outputs: list[str], references: list[list[str]],
                  flat: list[float]) -> list[list[ScoreResult]]:
@@ -106,6 +104,7 @@ class ROUGE(ReferenceMetric):
         Built in one pass over the flat values (``positional_results``), with shared metadata."""
         width = len(self._flat_names)
         counts = set(map(len, references))
+        metadata: Iterator[SharedMetadata]
         if len(counts) == 1:
             metadata = cycle(self._metadata_of(counts.pop()))
         else:
@@ -140,9 +139,9 @@ class ROUGE(ReferenceMetric):
 
     def _empty_reason(self, output: str, references: list[str]) -> str | None:
         """Why an all-zero item is zero, when the cause is text with no tokens."""
-        if not self._scorer.tokenize(output):
+        if not self._scorer.tokenizer(output):
             return "output has no tokens after tokenisation: ROUGE is 0 by definition"
-        empty = [k for k, ref in enumerate(references) if not self._scorer.tokenize(ref)]
+        empty = [k for k, ref in enumerate(references) if not self._scorer.tokenizer(ref)]
         if len(empty) == len(references):
             return "reference has no tokens after tokenisation: ROUGE is 0 by definition"
         if empty:

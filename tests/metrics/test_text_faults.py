@@ -95,7 +95,7 @@ def test_bertscore_non_strings_inside_reference_lists(bert):
         bert.score_batch(["a", "b"], ["a", [None]])
     with pytest.raises(MetricInputError, match=r"^field 'reference\[0\]': expected a string, got bytes$"):
         bert.explain("an output", [b"bytes"])
-    with pytest.raises(ValueError, match=r"item 0, field 'reference'"):
+    with pytest.raises(ValueError, match=r"item 0, field 'reference\[1\]': expected a string, got int"):
         bert.engine.score(["a"], [["b", 3]])
 
 

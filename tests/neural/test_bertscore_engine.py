@@ -162,7 +162,7 @@ def test_bad_batches_name_the_item(tiny_bert):
         engine.score(["a", None], ["a", "b"])
     with pytest.raises(ValueError, match="item 0, field 'reference'"):
         engine.score(["a"], [[]])
-    with pytest.raises(ValueError, match="2 candidates but 1 references"):
+    with pytest.raises(ValueError, match="got 2 outputs but 1 references"):
         engine.score(["a", "b"], ["a"])
 
 

@@ -155,25 +155,25 @@ def test_empty_reference_scores_zero_where_the_script_dies():
 def test_script_tokens():
     # ASCII capitals only are lowercased; every other character separates words; "-" and "$" go.
     scorer = script(["rouge1"])
-    assert scorer.tokenize("It's an E-mail: $5, x86_64 C++ 3.14\tÉCOLE naïve") == [
+    assert scorer.tokenizer("It's an E-mail: $5, x86_64 C++ 3.14\tÉCOLE naïve") == [
         "it", "s", "an", "e", "mail", "5", "x86", "64", "c", "3", "14", "cole", "na", "ve"]
     # The two characters whose Unicode lowercase is ASCII: rouge-score keeps them, the script does not.
-    assert scorer.tokenize("\u212aelvin \u0130stanbul") == ["elvin", "stanbul"]
-    assert RougeScorer().tokenize("\u212aelvin \u0130stanbul") == ["kelvin", "i", "stanbul"]
+    assert scorer.tokenizer("\u212aelvin \u0130stanbul") == ["elvin", "stanbul"]
+    assert RougeScorer().tokenizer("\u212aelvin \u0130stanbul") == ["kelvin", "i", "stanbul"]
 
 
 def test_smart_stopwords_in_both_modes():
     # reuters, jan, on, that, it, s (of it's), new: all in the SMART list.
     text = "Reuters reported on Jan 5 that it's new"
-    assert RougeScorer(remove_stopwords=True).tokenize(text) == ["reported", "5"]
-    assert script(["rouge1"], remove_stopwords=True).tokenize(text) == ["reported", "5"]
+    assert RougeScorer(remove_stopwords=True).tokenizer(text) == ["reported", "5"]
+    assert script(["rouge1"], remove_stopwords=True).tokenizer(text) == ["reported", "5"]
     assert len(ENGLISH_STOPWORDS) == len(SMART_COMMON_WORDS) == 596
     assert {"reuters", "ap", "z", "zero", "don't", "e.g.", "mr."} <= ENGLISH_STOPWORDS
 
 
 def test_stemming_is_nltk_porter_on_words_longer_than_3():
     scorer = script(["rouge1"], use_stemmer=True)
-    assert scorer.tokenize("Running dogs ran studies") == ["run", "dog", "ran", "studi"]
+    assert scorer.tokenizer("Running dogs ran studies") == ["run", "dog", "ran", "studi"]
 
 
 # --- options and signature ------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def _on_lines(text: str) -> str:
 
 def _keep_scorable(items, **options):
     """Items whose every reference has tokens (the script dies on an empty one in ROUGE-W)."""
-    tokenize = RougeScorer(rouge155=True, **options).tokenize
+    tokenize = RougeScorer(rouge155=True, **options).tokenizer
     return [(p, refs) for p, refs in items if all(tokenize(r) for r in refs)]
 
 
@@ -127,7 +127,7 @@ def _generated_items(count: int, seed: int) -> list:
 def test_generated_text_punctuation_numbers_case(multi_reference):
     """Empty predictions, punctuation, digits, capitals, hyphens, non-ASCII, CRLF and blank lines."""
     items = _generated_items(200, seed=505)
-    assert sum(not RougeScorer(rouge155=True).tokenize(p) for p, _ in items) >= 5
+    assert sum(not RougeScorer(rouge155=True).tokenizer(p) for p, _ in items) >= 5
     _assert_equal_to_script(items, ALL_TYPES + ["rougeS0", "rougeSU0"], multi_reference=multi_reference)
 
 

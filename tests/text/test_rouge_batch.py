@@ -1,4 +1,4 @@
-"""ROUGE of many items at once (``RougeScorer.values_many`` / ``score_batch``: ROUGE-N and L counted on
+"""ROUGE of many items at once (``RougeScorer.score_batch``: ROUGE-N and L counted on
 token-id arrays) equals rouge-score exactly, and equals the per-item engine for every option; the
 array counts equal the per-pair Python counts; a small case worked by hand."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rouge_score import rouge_scorer
 from opik_metrics.text.rouge import arrays, batch
 from opik_metrics.text.rouge.arrays import Ragged, pair_counts
 from opik_metrics.text.rouge.lcs import lcs_length
-from opik_metrics.text.rouge.ngrams import clipped_overlap, ngram_counts
+from opik_metrics.text.rouge.per_item import clipped_overlap, ngram_counts
 from opik_metrics.text.rouge.scorer import BATCH_MIN_ITEMS, RougeScorer
 from tests.corpus import realistic_pairs
 from tests.text.test_rouge_oracle import EDGE_CASES, ORACLE_TYPES, _random_pairs, _sentences_on_lines
@@ -96,7 +96,7 @@ def _text(rng: random.Random, most: int) -> str:
     {"tokenizer": "unicode"}, {"tokenizer": str.split}, {"alpha": 0.2}, {"beta": 0}, {"alpha": 1.0},
     {"multi_reference": "average"}, {"rouge155": True}, {"use_stemmer": True, "multi_reference": "average"},
 ], ids=repr)
-def test_values_many_equal_score_values(options):
+def test_batch_equals_item_by_item(options):
     """Every option and every type, mixed lengths (some above ``LONGEST``), one to three references,
     texts that are not ASCII: the batch rows are the per-item values, bit for bit."""
     rng = random.Random(repr(options))
@@ -107,12 +107,16 @@ def test_values_many_equal_score_values(options):
             items = BATCH_MIN_ITEMS if most > 30 else rng.choice([BATCH_MIN_ITEMS, 120])
             predictions = [_text(rng, most) for _ in range(items)]
             references = [[_text(rng, most) for _ in range(rng.choice([1, 1, 1, 2, 3]))] for _ in range(items)]
-            got = scorer.values_many(predictions, references)
-            expected = np.array([scorer.score_values(p, r) for p, r in zip(predictions, references)])
-            assert got.shape == expected.shape and (got == expected).all(), (types, most)
+            got = scorer.score_batch(predictions, references, flat=True)
+            assert got == _item_by_item(scorer, predictions, references), (types, most)
 
 
-def test_values_many_across_chunks(monkeypatch):
+def _item_by_item(scorer: RougeScorer, predictions: list, references: list) -> list:
+    """``score`` of each item, flattened: P, R, F of each type, item after item."""
+    return [x for p, r in zip(predictions, references) for name in scorer.rouge_types for x in scorer.score(p, r)[name]]
+
+
+def test_batch_across_chunks(monkeypatch):
     """Chunks are cut by pairs: an item with many references counts for each (and a chunk holds at
     least one item, however many references it has)."""
     monkeypatch.setattr(batch, "CHUNK_PAIRS", 64)
@@ -120,14 +124,13 @@ def test_values_many_across_chunks(monkeypatch):
     scorer = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True)
     lists = [[r] if k % 7 else references[k:k + 1 + k % 90] for k, r in enumerate(references)]
     lists[3] = references[:100]                  # more references than a chunk's pairs
-    got = scorer.values_many(predictions, lists)
-    assert (got == np.array([scorer.score_values(p, r) for p, r in zip(predictions, lists)])).all()
+    assert scorer.score_batch(predictions, lists, flat=True) == _item_by_item(scorer, predictions, lists)
 
 
-def test_values_many_checks_its_input():
+def test_batch_checks_its_input():
     scorer = RougeScorer(("rouge1",))
     for count in (1, 150):                      # item by item and on arrays alike
         with pytest.raises(ValueError, match=r"references\[0\] is empty"):
-            scorer.values_many(["a b"] * count, [[]] + [["a b"]] * (count - 1))
+            scorer.score_batch(["a b"] * count, [[]] + [["a b"]] * (count - 1))
         with pytest.raises(ValueError, match="lengths must match"):
-            scorer.values_many(["a b"] * count, [["a b"]] * (count + 1))
+            scorer.score_batch(["a b"] * count, [["a b"]] * (count + 1))

@@ -66,11 +66,6 @@ def test_non_str_inputs_raise_type_error(prediction, references):
         RougeScorer().score(prediction, references)
 
 
-def test_tokenize_non_str_raises_type_error():
-    with pytest.raises(TypeError, match="text must be a str"):
-        RougeScorer().tokenize(None)
-
-
 def test_score_batch_length_mismatch():
     with pytest.raises(ValueError, match="lengths must match"):
         RougeScorer().score_batch(["a", "b"], ["a"])

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from opik_metrics.text.rouge.scorer import RougeScorer, Score
-from opik_metrics.text.rouge.ngrams import skip_bigram_counts, skip_bigram_total
+from opik_metrics.text.rouge.per_item import skip_bigram_counts, skip_bigram_total
 
 
 def approx_score(precision, recall, fmeasure):
@@ -220,7 +220,7 @@ def test_identical_texts_score_one():
 
 def test_remove_stopwords_before_scoring():
     scorer = RougeScorer(["rouge1"], remove_stopwords=True)
-    assert scorer.tokenize("The cat is on the mat") == ["cat", "mat"]
+    assert scorer.tokenizer("The cat is on the mat") == ["cat", "mat"]
     # Without stopwords: 1 hit ("mat") of 2 and 1 tokens; with them, the function words would match.
     assert as_tuple(scorer.score("the cat is on the mat", "a mat")["rouge1"]) == approx_score(1 / 2, 1, 2 / 3)
 
@@ -228,7 +228,7 @@ def test_remove_stopwords_before_scoring():
 def test_stopwords_removed_before_stemming():
     # "doing" is a stopword (dropped); "running" is not (stemmed to "run").
     scorer = RougeScorer(use_stemmer=True, remove_stopwords=True)
-    assert scorer.tokenize("Doing running") == ["run"]
+    assert scorer.tokenizer("Doing running") == ["run"]
 
 
 def test_unicode_tokenizer_scores_japanese_and_russian():
@@ -245,17 +245,17 @@ def test_unicode_tokenizer_scores_japanese_and_russian():
 
 def test_unicode_tokens():
     scorer = RougeScorer(tokenizer="unicode", use_stemmer=True)
-    assert scorer.tokenize("東京タワー, Running FAST!") == ["東", "京", "タ", "ワ", "ー", "run", "fast"]
+    assert scorer.tokenizer("東京タワー, Running FAST!") == ["東", "京", "タ", "ワ", "ー", "run", "fast"]
     plain = RougeScorer(tokenizer="unicode")
-    assert plain.tokenize("Straße ＡＢＣ１２ café") == ["strasse", "abc12", "café"]  # casefold, NFKC
-    assert scorer.tokenize("Straße Cafés") == ["strass", "cafés"]  # only ASCII words are stemmed
-    assert plain.tokenize("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]  # combining vowel signs stay in the word
-    assert plain.tokenize("Hello, World! 42") == ["hello", "world", "42"]
+    assert plain.tokenizer("Straße ＡＢＣ１２ café") == ["strasse", "abc12", "café"]  # casefold, NFKC
+    assert scorer.tokenizer("Straße Cafés") == ["strass", "cafés"]  # only ASCII words are stemmed
+    assert plain.tokenizer("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]  # combining vowel signs stay in the word
+    assert plain.tokenizer("Hello, World! 42") == ["hello", "world", "42"]
 
 
 def test_callable_tokenizer():
     scorer = RougeScorer(["rouge1"], tokenizer=str.split)
-    assert scorer.tokenize("A-b c") == ["A-b", "c"]
+    assert scorer.tokenizer("A-b c") == ["A-b", "c"]
     # "A-b" and "a-b" differ for this tokenizer: 1 hit ("c") of 2 and 2.
     assert as_tuple(scorer.score("A-b c", "a-b c")["rouge1"]) == approx_score(1 / 2, 1 / 2, 1 / 2)
     assert scorer.signature().split("|")[2] == "tok:callable:str.split"

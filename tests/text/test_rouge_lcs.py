@@ -109,7 +109,7 @@ def _random_summaries(seed: int, count: int):
 
 def test_union_lcs_positions_equal_the_dp_walk():
     from opik_metrics.text.rouge.lcs import sentence_masks, union_lcs_positions_with_masks
-    from opik_metrics.text.rouge.summary import union_lcs_positions
+    from opik_metrics.text.rouge.lcs import union_lcs_positions
 
     checked = 0
     for references, candidates in _random_summaries(16, 700):
@@ -129,7 +129,7 @@ def test_lcs_positions_of_one_pair_equal_the_dp_walk():
 
 def test_summary_lcs_hits_equal_rouge_scores_counting():
     from opik_metrics.text.rouge.lcs import sentence_masks
-    from opik_metrics.text.rouge.summary import summary_lcs_hits
+    from opik_metrics.text.rouge.lcs import summary_lcs_hits
 
     for references, candidates in _random_summaries(17, 700):
         expected = _dp_summary_hits(references, candidates)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from opik_metrics.core import require_text
+from opik_metrics.core import require_batch, require_text
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours, package_version
 from opik_metrics.neural.bertscore.baseline import Baseline, builtin_baseline_path, load_baseline
@@ -72,6 +72,7 @@ class BertScoreEngine:
         specials = special_token_ids(self.encoder.tokenizer)
         corpus = None
         if idf:
+            assert idf_references is not None
             corpus = [t.ids for t in self.embedder.tokenize(_flatten(idf_references))]
         self.weights = TokenWeights(specials, corpus)
         self.baseline = self._baseline(rescale_with_baseline, baseline_path)
@@ -124,9 +125,11 @@ class BertScoreEngine:
     # --- scoring ---------------------------------------------------------------------------
     def score(self, candidates: Sequence[str], references: Sequence[str | Sequence[str]]) -> list[BertScore]:
         """One :class:`BertScore` per candidate; ``references[i]`` is a string or a list of strings."""
-        cands, refs = _check_pairs(candidates, references)
+        cands, refs = require_batch(candidates, references)
+        assert refs is not None
         emb = self.embedder.embed([t for t in cands if t.strip()] + [r for rs in refs for r in rs if r.strip()])
-        pair_c, pair_r, owners, notes = [], [], [], [[] for _ in cands]
+        pair_c, pair_r, owners = [], [], []
+        notes: list[list[str]] = [[] for _ in cands]
         sides: dict[str, tuple[Side | None, str | None]] = {}
         for i, (cand, ref_list) in enumerate(zip(cands, refs)):
             c_side, c_note = self.side(cand, emb, sides)
@@ -200,10 +203,7 @@ class BertScoreEngine:
     def explain(self, candidate: str, reference: str) -> Explanation:
         """Tokens, the similarity matrix and the greedy alignment behind one pair's score."""
         from opik_metrics.neural.bertscore.explain import explain_pair
-        for field_name, text in (("output", candidate), ("reference", reference)):
-            if isinstance(text, str):       # explain_pair names a non-string itself
-                require_text(text, field_name)
-        return explain_pair(self, candidate, reference)
+        return explain_pair(self, require_text(candidate, "output"), require_text(reference, "reference"))
 
 
 def _flatten(texts: Sequence[str | Sequence[str]]) -> list[str]:
@@ -234,26 +234,3 @@ def _check_idf(idf: bool, idf_references: Any) -> None:
             raise ValueError("idf_references must be a list of reference strings (or of lists of strings)")
         if len(idf_references) == 0:
             raise ValueError("idf_references is empty: idf needs at least one reference text")
-
-
-def _check_pairs(candidates: Any, references: Any) -> tuple[list[str], list[list[str]]]:
-    if isinstance(candidates, str) or not isinstance(candidates, Sequence):
-        raise ValueError("candidates must be a list of strings")
-    if isinstance(references, str) or not isinstance(references, Sequence):
-        raise ValueError("references must be a list (one string or list of strings per candidate)")
-    if len(candidates) != len(references):
-        raise ValueError(f"got {len(candidates)} candidates but {len(references)} references")
-    cands, refs = [], []
-    for i, (c, r) in enumerate(zip(candidates, references)):
-        if not isinstance(c, str):
-            raise ValueError(f"item {i}, field 'output': expected a string, got {type(c).__name__}")
-        group = [r] if isinstance(r, str) else r
-        if not isinstance(group, (list, tuple)) or not group or not all(isinstance(x, str) for x in group):
-            raise ValueError(f"item {i}, field 'reference': expected a string or a non-empty list of strings")
-        require_text(c, "output", i)                     # UTF-8 text, before the tokenizer sees it
-        for k, x in enumerate(group):
-            require_text(x, "reference" if isinstance(r, str) else f"reference[{k}]", i)
-        cands.append(c)
-        refs.append(list(group))
-    return cands, refs
-

@@ -58,10 +58,7 @@ class Explanation:
 
 
 def explain_pair(engine: ExplainableEngine, candidate: str, reference: str) -> Explanation:
-    """Build the :class:`Explanation` of ``candidate`` against one ``reference``."""
-    for field_name, text in (("output", candidate), ("reference", reference)):
-        if not isinstance(text, str):
-            raise ValueError(f"explain: field {field_name!r} must be a string, got {type(text).__name__}")
+    """Build the :class:`Explanation` of ``candidate`` against one ``reference`` (checked text)."""
     emb = engine.embedder.embed([candidate, reference])
     memo: dict = {}
     c_side, c_note = engine.side(candidate, emb, memo)

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence, Union
 
-from opik_metrics.text.counting import count_into
-
 NgramTable = Union[set, dict]
 
 
-def ngram_tables(tokens: list[str], max_order: int) -> list[NgramTable]:
+def ngram_tables(tokens: Sequence[str], max_order: int) -> list[NgramTable]:
     """N-gram tables of orders 1..max_order: a set if no n-gram repeats, else a Counter."""
     length = len(tokens)
     counts = Counter(tokens)
@@ -26,14 +24,14 @@ def ngram_tables(tokens: list[str], max_order: int) -> list[NgramTable]:
             if n > length:
                 tables.append(set())
                 continue
-            grams = set(zip(*shifted[:n]))
+            grams: NgramTable = set(zip(*shifted[:n]))
             if len(grams) != length - n + 1:  # some n-gram repeats: counts are needed
                 grams = Counter(zip(*shifted[:n]))
             tables.append(grams)
     return tables
 
 
-def reference_tables(references: Sequence[list[str]], max_order: int) -> list[NgramTable]:
+def reference_tables(references: Sequence[Sequence[str]], max_order: int) -> list[NgramTable]:
     """Per order, the maximum count of each n-gram over the references (the clipping bound)."""
     if len(references) == 1:
         return ngram_tables(references[0], max_order)
@@ -54,7 +52,7 @@ def reference_tables(references: Sequence[list[str]], max_order: int) -> list[Ng
     return merged
 
 
-def clipped_matches(tokens: list[str], ref_tables: list[NgramTable]) -> list[int]:
+def clipped_matches(tokens: Sequence[str], ref_tables: list[NgramTable]) -> list[int]:
     """Per order, the hypothesis n-grams found in the references, each clipped to its reference count.
 
     Unigrams: count the positions found, then take back what repeated tokens exceed. From the
@@ -69,10 +67,9 @@ def clipped_matches(tokens: list[str], ref_tables: list[NgramTable]) -> list[int
     counts = Counter(tokens)
     distinct = len(counts) == length
     if not distinct:
-        ref_is_set = type(ref) is set
         for gram, count in counts.items():
             if count > 1 and gram in ref:
-                bound = 1 if ref_is_set else ref[gram]
+                bound = ref[gram] if isinstance(ref, dict) else 1
                 if count > bound:
                     matched -= count - bound
     correct = [matched]
@@ -84,7 +81,7 @@ def clipped_matches(tokens: list[str], ref_tables: list[NgramTable]) -> list[int
                 matched = 0
             elif distinct:  # each hypothesis n-gram occurs once: count the positions found
                 matched = sum(map(ref.__contains__, zip(*shifted[:n])))
-            elif type(ref) is set:  # each reference count is 1: count the distinct n-grams found
+            elif isinstance(ref, set):  # each reference count is 1: count the distinct n-grams found
                 matched = len(ref.intersection(zip(*shifted[:n])))
             else:
                 grams = Counter(zip(*shifted[:n]))
@@ -98,18 +95,16 @@ def clipped_matches(tokens: list[str], ref_tables: list[NgramTable]) -> list[int
     return correct
 
 
-def single_reference_matches(hyp: list[str], ref: list[str], max_order: int) -> list[int]:
+def single_reference_matches(hyp: Sequence[str], ref: Sequence[str], max_order: int) -> list[int]:
     """``clipped_matches(hyp, reference_tables([ref], max_order))`` without the intermediate
     tables: the common one-reference case, built order by order and stopped at the first empty one."""
     hyp_len = len(hyp)
     ref_len = len(ref)
-    ref_counts: dict = {}
-    count_into(ref_counts, ref)
+    ref_counts: Counter = Counter(ref)
     matched = sum(map(ref_counts.__contains__, hyp))
     if not matched:
         return [0] * max_order
-    hyp_counts: dict = {}
-    count_into(hyp_counts, hyp)
+    hyp_counts = Counter(hyp)
     distinct = len(hyp_counts) == hyp_len
     if not distinct:  # take back what repeated tokens exceed their reference count
         get = ref_counts.get
@@ -133,15 +128,13 @@ def single_reference_matches(hyp: list[str], ref: list[str], max_order: int) -> 
         elif len(table) == ref_len - n + 1:  # each reference count is 1: count distinct n-grams found
             matched = len(table.intersection(zip(*hyp_cols)))
         else:  # the reference repeats an n-gram: counts matter only if the hypothesis repeats one too
-            grams: dict = {}
-            count_into(grams, zip(*hyp_cols))
+            grams = Counter(zip(*hyp_cols))
             common = table.intersection(grams)
             if len(grams) == hyp_len - n + 1:
                 distinct = True
                 matched = len(common)
             else:
-                ref_counts = {}
-                count_into(ref_counts, zip(*ref_cols))
+                ref_counts = Counter(zip(*ref_cols))
                 matched = sum(map(min, map(grams.__getitem__, common), map(ref_counts.__getitem__, common)))
         correct.append(matched)
     return correct

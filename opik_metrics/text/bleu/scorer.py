@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Optional, Sequence, Union
 
 from opik_metrics.text.bleu.formula import SMOOTH_DEFAULTS, BLEUFormula
-from opik_metrics.text.references import as_list, check_text, reference_list
+from opik_metrics.core.inputs import as_list, check_text, reference_list
 from opik_metrics.text.bleu.ngrams import clipped_matches, closest_ref_len, reference_tables, single_reference_matches
 from opik_metrics.text.bleu.signature import bleu_signature
 from opik_metrics.text.tokenizers.sacrebleu import TOKENIZER_NAMES, get_tokenizer, token_lister

@@ -19,7 +19,7 @@ from opik_metrics.core import Signature, corpus_formula
 from opik_metrics.core.versions import ours as package_version
 from opik_metrics.text.chrf.formula import f_score, f_scores
 from opik_metrics.text.chrf.ngrams import match_counts, small_match_counts
-from opik_metrics.text.references import check_bool, check_text, corpus_lists, reference_list
+from opik_metrics.core.inputs import check_bool, check_text, corpus_lists, reference_list
 
 References = Union[str, Sequence[Optional[str]]]
 
@@ -44,6 +44,14 @@ class CHRFResult:
 
 class CHRFScorer:
     """Configured chrF / chrF++ (``word_order=2``): statistics, sentence and corpus scores, signature."""
+
+    char_order: int
+    word_order: int
+    order: int
+    beta: float
+    lowercase: bool
+    whitespace: bool
+    eps_smoothing: bool
 
     def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: float = 2, lowercase: bool = False,
                  whitespace: bool = False, eps_smoothing: bool = False) -> None:
@@ -111,7 +119,7 @@ class CHRFScorer:
                     row.extend(more)
             flat = []
             for row in rows:
-                values = []
+                values: list[int] = []
                 for count_h, count_r, matched in row:
                     values += (count_h if count_r else 0, count_r, matched)
                 flat.append(values)
@@ -169,7 +177,7 @@ class CHRFScorer:
         """Corpus chrF: the best-reference statistics of every item summed, then one F (not a
         mean of sentence scores). ``references[i]`` holds the reference(s) of ``hypotheses[i]``."""
         hyps, refs = corpus_lists(hypotheses, references, "chrF")
-        total = np.sum([r.statistics for r in self.batch(hyps, refs)], axis=0, dtype=np.int64).tolist()
+        total = np.array([r.statistics for r in self.batch(hyps, refs)], dtype=np.int64).sum(axis=0).tolist()
         return self.compute(total)
 
     def compute(self, statistics: Sequence[float]) -> CHRFResult:

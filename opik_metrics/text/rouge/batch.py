@@ -1,34 +1,22 @@
-"""Scores of many items at once: ROUGE-N and ROUGE-L counted on token-id arrays (``arrays.py``),
-every other type, and any item with a text too long for the arrays, by the per-item engine.
+"""ROUGE of many items at once: texts become token ids, ROUGE-N and ROUGE-L are counted on arrays
+(``arrays.py``), every other type, and any item with a text too long for the arrays, item by item
+(``per_item.py``).
 
-The counts are the per-item engine's integers and the floats are made from them by the same
-operations in the same order, so every value is identical to ``RougeScorer.score_values``.
+The counts are the per-item path's integers and the floats are made from them by the same
+operations in the same order, so every value is identical to ``ItemScorer.values``.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+import itertools
+from typing import Callable, Sequence
 
 import numpy as np
 
-from opik_metrics.text.rouge.arrays import LONGEST, pair_counts
-from opik_metrics.text.rouge.token_ids import token_ids
-from opik_metrics.text.rouge.types import LCS, NGRAM
-
-
-class PairScorer(Protocol):
-    """What ``BatchScorer`` needs of the per-item scorer (``RougeScorer`` has it)."""
-
-    parsed_types: Sequence[Any]
-    measures: Sequence[Any]
-    tokenizer: Any
-    multi_reference: str
-    alpha: float
-
-    def score_values(self, prediction: str, references: list) -> Any:
-        """P, R, F of each type for one item, flat."""
-
-    def item_values(self, prediction: str, references: list, measures: Any) -> Any:
-        """P, R, F of the given measures for one item, flat."""
+from opik_metrics.text.rouge.arrays import LONGEST, Ragged, pair_counts
+from opik_metrics.text.rouge.counts import FMeasure
+from opik_metrics.text.rouge.per_item import ItemScorer, build_measure
+from opik_metrics.text.rouge.types import LCS, NGRAM, RougeType
+from opik_metrics.text.tokenizers.words import TEXT_SEPARATOR
 
 
 CHUNK_PAIRS = 4096      # (prediction, reference) pairs tokenised and counted together: arrays of a few MB
@@ -42,7 +30,7 @@ def _ratio(hits: np.ndarray, total: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fmeasure(precision: np.ndarray, recall: np.ndarray, alpha) -> np.ndarray:
+def _fmeasure(precision: np.ndarray, recall: np.ndarray, alpha: float | None) -> np.ndarray:
     """``counts.FMeasure`` on arrays, operation for operation."""
     if alpha == 1:
         return precision.copy()
@@ -59,20 +47,28 @@ def _fmeasure(precision: np.ndarray, recall: np.ndarray, alpha) -> np.ndarray:
 
 
 class BatchScorer:
-    """``values(predictions, references)``: ``RougeScorer.score_values`` of many items as one
-    float64 array, one row per item (P, R, F of each type in ``rouge_types`` order)."""
+    """``values(predictions, references)``: P, R, F of each type for many items as one float64
+    array, one row per item, in ``rouge_types`` order (identical to ``ItemScorer.values``)."""
 
-    def __init__(self, scorer: PairScorer) -> None:
-        self._scorer = scorer
-        self._array_columns = [(column, rouge_type) for column, rouge_type in enumerate(scorer.parsed_types)
-                               if rouge_type.kind in ARRAY_KINDS]
-        self._other_measures = [(column, measure) for column, measure in enumerate(scorer.measures)
-                                if scorer.parsed_types[column].kind not in ARRAY_KINDS]
+    def __init__(self, rouge_types: Sequence[RougeType], tokenize: Callable[[str], list], fmeasure: FMeasure,
+                 multi_reference: str, wlcs_weight: float) -> None:
+        self._types = tuple(rouge_types)
+        self._tokenize = tokenize
+        self._alpha = fmeasure.alpha
+        self._average = multi_reference == "average"
+        self._array_columns = [(column, t) for column, t in enumerate(self._types) if t.kind in ARRAY_KINDS]
+        self._other_columns = [column for column, t in enumerate(self._types) if t.kind not in ARRAY_KINDS]
+
+        def item_scorer(types: Sequence[RougeType]) -> ItemScorer:
+            return ItemScorer([build_measure(t, wlcs_weight) for t in types], tokenize, fmeasure, multi_reference)
+
+        self._every_type = item_scorer(self._types)
+        self._other_types = item_scorer([self._types[column] for column in self._other_columns])
 
     def values(self, predictions: list, references: list) -> np.ndarray:
         """``references[i]``: a non-empty list of str (checked by the caller); at least one type
         asked for is ROUGE-N or ROUGE-L."""
-        out = np.zeros((len(predictions), 3 * len(self._scorer.parsed_types)))
+        out = np.zeros((len(predictions), 3 * len(self._types)))
         ref_counts = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
         # chunks of about CHUNK_PAIRS pairs (an item with many references counts for each), at least one item
         pairs = np.cumsum(ref_counts)
@@ -85,11 +81,10 @@ class BatchScorer:
         return out
 
     def _chunk(self, predictions: list, references: list, ref_counts: np.ndarray, out: np.ndarray) -> None:
-        scorer = self._scorer
         texts = list(predictions)
         for refs in references:
             texts += refs
-        tokens = token_ids(scorer.tokenizer, texts)
+        tokens = token_ids(self._tokenize, texts)
         items = len(predictions)
         # pair k: item item_of[k]'s prediction against one of its references, item after item
         item_of = np.repeat(np.arange(items), ref_counts)
@@ -100,18 +95,16 @@ class BatchScorer:
         pairs = np.flatnonzero(~too_long[item_of])
         if len(pairs):
             self._array_values(tokens, item_of[pairs], items + pairs, ref_counts, too_long, out)
-        for k in np.flatnonzero(too_long).tolist():   # every type of these items, by the per-item engine
-            out[k] = scorer.score_values(predictions[k], references[k])
-        if self._other_measures:
-            rest = [m for _, m in self._other_measures]
-            columns = [3 * c + part for c, _ in self._other_measures for part in range(3)]
+        for k in np.flatnonzero(too_long).tolist():   # every type of these items, item by item
+            out[k] = self._every_type.values(predictions[k], references[k])
+        if self._other_columns:
+            columns = [3 * c + part for c in self._other_columns for part in range(3)]
             for k in np.flatnonzero(~too_long).tolist():
-                out[k, columns] = scorer.item_values(predictions[k], references[k], rest)
+                out[k, columns] = self._other_types.values(predictions[k], references[k])
 
-    def _array_values(self, tokens, item_of: np.ndarray, reference_texts: np.ndarray,
+    def _array_values(self, tokens: Ragged, item_of: np.ndarray, reference_texts: np.ndarray,
                       ref_counts: np.ndarray, too_long: np.ndarray, out: np.ndarray) -> None:
         """Fill the array types' columns of every item that is not too long."""
-        scorer = self._scorer
         prediction = tokens.take(item_of)
         reference = tokens.take(reference_texts)
         items = np.flatnonzero(~too_long)
@@ -131,7 +124,7 @@ class BatchScorer:
                 referenced = np.maximum(reference.lengths - (n - 1), 0)
             if not multi.any():
                 rows = self._values(hits, predicted, referenced)
-            elif scorer.multi_reference == "average":   # counts pooled over the references
+            elif self._average:   # counts pooled over the references
                 rows = self._values(np.add.reduceat(hits, first), np.add.reduceat(predicted, first),
                                     np.add.reduceat(referenced, first))
             else:                                        # the reference with the highest F, the first on ties
@@ -143,6 +136,94 @@ class BatchScorer:
                 rows = every[candidates[firsts]]
             out[items, 3 * column:3 * column + 3] = rows
 
-    def _values(self, hits, predicted, referenced) -> np.ndarray:
+    def _values(self, hits: np.ndarray, predicted: np.ndarray, referenced: np.ndarray) -> np.ndarray:
         precision, recall = _ratio(hits, predicted), _ratio(hits, referenced)
-        return np.stack([precision, recall, _fmeasure(precision, recall, self._scorer.alpha)], axis=1)
+        return np.stack([precision, recall, _fmeasure(precision, recall, self._alpha)], axis=1)
+
+
+# -- texts as token ids -----------------------------------------------------------------------------
+# Many texts as integer token ids for the array engine: equal tokens get equal ids within one call.
+#
+# rouge-score's tokeniser takes a fast path: all texts are lowercased and split in one pass
+# (``DefaultTokenizer.ascii_of_many``); without stemmer or stopwords the words never become Python
+# strings (a word of up to 8 bytes is its own id, a longer one is numbered through a dict),
+# otherwise they go through the tokenizer's memo word by word in C loops. Any other tokenizer
+# tokenises text by text, and its tokens are numbered the same way. Ids are exact: equal ids, equal
+# tokens, never a hash.
+
+
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
+def _buffer_ids(buffer: bytes) -> np.ndarray:
+    """Exact int64 ids of the space-separated words of ``buffer`` (bytes below 0x80): a word of at
+    most 8 bytes is its bytes read as one little-endian integer (the separator is 0, no other word
+    is); a longer word (a few in a hundred) gets a negative id, numbered through a dict."""
+    size = len(buffer)
+    data = np.frombuffer(buffer + bytes(16), dtype=np.uint8)
+    edges = np.diff((data[:size] != 32).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    lengths = np.flatnonzero(edges == -1) - starts
+    # every 8 bytes from every offset, as one integer each (a strided view: nothing is copied)
+    eights = np.ndarray((size + 9,), dtype="<u8", buffer=data, strides=(1,))
+    first = eights[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+    ids = first.view(np.int64).copy()
+    long = np.flatnonzero(lengths > 8)
+    if long.size:                             # few words: numbered through a dict of their bytes
+        at = starts[long]
+        words = map(buffer.__getitem__, map(slice, at.tolist(), (at + lengths[long]).tolist()))
+        # negative: apart from every short word's bytes
+        ids[long] = -1 - np.fromiter(map(_Numbers().__getitem__, words), dtype=np.int64, count=long.size)
+    return ids
+
+
+class _Numbers(dict):
+    """Token -> dense id (0, 1, 2, ...), in order of first sight."""
+
+    def __missing__(self, token: str) -> int:
+        number = self[token] = len(self)
+        return number
+
+
+class _WordIds(dict):
+    """Word -> id: 0 for the text separator, -1 for a word the memo drops, else its token's id
+    (words with one stem share it)."""
+
+    def __init__(self, memo) -> None:
+        super().__init__()
+        self._memo = memo
+        self._tokens: dict = {}
+
+    def __missing__(self, word: str) -> int:
+        if word == TEXT_SEPARATOR:
+            number = 0
+        else:
+            token = self._memo[word]
+            number = self._tokens.setdefault(token, len(self._tokens) + 1) if token else -1
+        self[word] = number
+        return number
+
+
+def token_ids(tokenize: Callable[[str], list], texts: list) -> Ragged:
+    """Each text's token ids (int64, any values: ``arrays`` renumbers them pair by pair)."""
+    many = getattr(tokenize, "ascii_of_many", None)
+    joined = many(texts) if many is not None and texts else None
+    if joined is None:
+        token_lists = list(map(tokenize, texts))
+        numbers = _Numbers()
+        ids = np.fromiter(map(numbers.__getitem__, itertools.chain.from_iterable(token_lists)), dtype=np.int64)
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(texts))
+        return Ragged.of(ids, lengths)
+    memo = getattr(tokenize, "word_memo", None)
+    if memo is None:
+        ids = _buffer_ids(joined)
+    else:
+        words = joined.decode("ascii").split()
+        ids = np.fromiter(map(_WordIds(memo).__getitem__, words), dtype=np.int64, count=len(words))
+    separators = ids == 0
+    text_of = np.cumsum(separators)
+    kept = ids != 0
+    if memo is not None:
+        kept &= ids > 0                      # -1: a word the memo drops
+    lengths = np.bincount(text_of[kept], minlength=len(texts)).astype(np.int64)
+    return Ragged.of(ids[kept], lengths)

@@ -24,7 +24,9 @@ class Counts(NamedTuple):
 
 def pool(counts: Iterable[Counts]) -> Counts:
     """Sum counts over references: ROUGE-1.5.5's model averaging (``-f A``)."""
-    hits = prediction_total = reference_total = 0
+    hits: float = 0
+    prediction_total: float = 0
+    reference_total: float = 0
     for c in counts:
         hits += c.hits
         prediction_total += c.prediction_total

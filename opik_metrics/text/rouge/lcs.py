@@ -1,4 +1,5 @@
-"""Longest-common-subsequence algorithms for ROUGE-L, ROUGE-Lsum and ROUGE-W.
+"""Longest-common-subsequence algorithms for ROUGE-L, ROUGE-Lsum (the summary-level union LCS,
+Lin 2004 section 3.2, as rouge-score counts it) and ROUGE-W.
 
 ``lcs_length`` is bit-parallel (Hyyrö 2004 on Python ints: one big-int step per token instead
 of one DP cell per token pair). The LCS *positions* that ROUGE-Lsum's union LCS needs come from
@@ -25,7 +26,9 @@ tokens that no candidate has are copies of the row above, and the walk passes th
 """
 from __future__ import annotations
 
-from typing import Hashable, NamedTuple, Sequence
+from collections import Counter
+from itertools import chain
+from typing import Hashable, NamedTuple, Optional, Sequence
 
 
 def position_masks(tokens: Sequence[Hashable]) -> tuple:
@@ -178,3 +181,48 @@ def weighted_lcs(reference: Sequence[Hashable], candidate: Sequence[Hashable], w
                 score_row[j] = score_row[j - 1]
         score_above, run_above = score_row, run_row
     return score_above[-1]
+
+
+# -- ROUGE-Lsum: the union LCS over sentences -------------------------------------------------------
+
+
+def union_lcs_positions(reference_sentence: list, candidate_sentences: Sequence[list],
+                        candidate_masks: Optional[SentenceMasks] = None) -> list:
+    """Sorted positions of ``reference_sentence`` in the LCS with any candidate sentence (the union LCS).
+
+    ``candidate_masks`` (``sentence_masks(candidate_sentences)``) saves rebuilding them when the
+    same candidate sentences meet many reference sentences.
+    """
+    if candidate_masks is None:
+        candidate_masks = sentence_masks(candidate_sentences)
+    return union_lcs_positions_with_masks(candidate_masks, reference_sentence)
+
+
+def summary_lcs_hits(reference_sentences: Sequence[list], candidate_sentences: Sequence[list],
+                     candidate_masks: Optional[SentenceMasks] = None) -> int:
+    """Union-LCS tokens of every reference sentence, each token credited at most as often as both summaries have it.
+
+    rouge-score credits a union-LCS token while both summaries still have an uncredited copy of it.
+    The reference side never runs out (a token's credits so far came from other positions of
+    it, all earlier), so only the candidate's copies are counted down; a reference sentence with
+    no token that the candidate still has a copy of cannot add a hit and is not looked at.
+    """
+    left = Counter(chain.from_iterable(candidate_sentences))   # token -> the candidate's copies not credited yet
+    if candidate_masks is None:
+        candidate_masks = sentence_masks(candidate_sentences)
+    hits = 0
+    for sentence in reference_sentences:
+        if left.keys().isdisjoint(sentence):
+            continue
+        for position in union_lcs_positions_with_masks(candidate_masks, sentence):
+            token = sentence[position]
+            copies = left.get(token)
+            if copies:
+                hits += 1
+                if copies == 1:
+                    del left[token]
+                    if not left:
+                        return hits
+                else:
+                    left[token] = copies - 1
+    return hits

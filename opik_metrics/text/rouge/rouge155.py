@@ -63,9 +63,8 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from opik_metrics.text.rouge.counts import Counts, Score, pool
-from opik_metrics.text.rouge.measures import lcs_measure, ngram_measure, skip_bigram_measure, summary_lcs_measure
-from opik_metrics.text.rouge.ngrams import clipped_overlap, ngram_counts, skip_bigram_total
-from opik_metrics.text.rouge.prepared import PreparedText
+from opik_metrics.text.rouge.per_item import (PreparedText, clipped_overlap, lcs_measure, ngram_counts, ngram_measure,
+                                              skip_bigram_measure, skip_bigram_total, summary_lcs_measure)
 from opik_metrics.text.rouge.types import LCS, NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
 
 __all__ = ["Rouge155Engine", "ScriptText", "script_f", "script_round", "weighted_union_hits"]
@@ -151,8 +150,8 @@ def weighted_union_hits(reference_sentences: Sequence[list], candidate_sentences
     in the script, a run is closed only at a passing position followed by an unmarked one or by the
     sentence end; a marked position that fails the clip neither counts nor closes the run.
     """
-    left_in_reference = Counter()
-    left_in_candidate = Counter()
+    left_in_reference: Counter = Counter()
+    left_in_candidate: Counter = Counter()
     for sentence in reference_sentences:
         left_in_reference.update(sentence)
     for sentence in candidate_sentences:

@@ -1,9 +1,10 @@
 """Pure-Python ROUGE: rouge-score 0.1.2's numbers (ROUGE-N, L, Lsum) several times faster, plus
 ROUGE-1.5.5's W, S and SU, its alpha/beta F-measure, stopword removal and model averaging.
 
-``rouge155=True`` gives instead the numbers the ROUGE-1.5.5 perl script prints for each pair (its
-tokenisation, sentence-level L and W, its SU and W definitions, 5-decimal rounding): see
-``opik_metrics.text.rouge.rouge155``.
+Two entry points: ``score`` for one item and ``score_batch`` for many. An item is scored by the
+per-item path (``per_item.py``); a large batch by the batch path (``batch.py``: ROUGE-N and L on
+arrays), with identical numbers. ``rouge155=True`` gives instead the numbers the ROUGE-1.5.5 perl
+script prints for each pair (``rouge155.py``).
 
 Usage::
 
@@ -12,46 +13,27 @@ Usage::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+import pickle
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, overload
 
-from opik_metrics.text.rouge.counts import FMeasure, Score, counts_to_score, counts_to_values, pool, resolve_alpha
-from opik_metrics.text.rouge.measures import build_measure
-from opik_metrics.text.rouge.prepared import PreparedText
+from opik_metrics.text.rouge.counts import FMeasure, Score, resolve_alpha
+from opik_metrics.text.rouge.per_item import ItemScorer, build_measure
 from opik_metrics.text.rouge.rouge155 import Rouge155Engine
 from opik_metrics.text.rouge.types import LCS, NGRAM, RougeType, parse_rouge_type
 from opik_metrics.text.tokenizers.rouge155 import Rouge155Tokenizer
 from opik_metrics.text.tokenizers.words import make_tokenizer
+from opik_metrics.core.inputs import check_bool, check_text, reference_list
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours as _package_version
 
 if TYPE_CHECKING:
-    import numpy as np
+    from opik_metrics.text.rouge.batch import BatchScorer
 
-__all__ = ["RougeScorer", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
+__all__ = ["RougeScorer", "RougeKernel", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
 MULTI_REFERENCE_MODES = ("best", "average")
 BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays' fixed cost a call is more than they save (docs/speed.md)
-
-
-def _require_str(value, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
-    return value
-
-
-def _reference_list(references) -> list:
-    """One reference string or a non-empty sequence of them, as a list; TypeError / ValueError otherwise."""
-    if isinstance(references, str):
-        return [references]
-    if isinstance(references, (bytes, bytearray)) or not isinstance(references, Sequence):
-        raise TypeError(
-            f"references must be a str or a sequence of str, got {type(references).__name__}"
-        )
-    if len(references) == 0:
-        raise ValueError("references is empty: give at least one reference text")
-    for index, reference in enumerate(references):
-        _require_str(reference, f"references[{index}]")
-    return list(references)
 
 
 class RougeScorer:
@@ -62,9 +44,11 @@ class RougeScorer:
     ``-f B``; ``alpha``/``beta`` = ``-p``; ``wlcs_weight`` = ``-w``); see ``rouge155.py``.
     """
 
-    def __init__(self, rouge_types=("rouge1", "rouge2", "rougeL"), *, use_stemmer=False,
-                 remove_stopwords=False, tokenizer="default", alpha=None, beta=None,
-                 wlcs_weight=1.2, multi_reference="best", rouge155=False):
+    def __init__(self, rouge_types: str | Sequence[str] = ("rouge1", "rouge2", "rougeL"), *,
+                 use_stemmer: bool = False, remove_stopwords: bool = False,
+                 tokenizer: str | Callable[[str], list[str]] = "default", alpha: float | None = None,
+                 beta: float | None = None, wlcs_weight: float = 1.2, multi_reference: str = "best",
+                 rouge155: bool = False) -> None:
         if isinstance(rouge_types, str):
             rouge_types = (rouge_types,)
         parsed = [parse_rouge_type(name) for name in rouge_types]
@@ -74,10 +58,9 @@ class RougeScorer:
         if isinstance(wlcs_weight, bool) or not isinstance(wlcs_weight, (int, float)) \
                 or not wlcs_weight > 1 or wlcs_weight == float("inf"):
             raise ValueError(f"wlcs_weight must be a finite number > 1, got {wlcs_weight!r}")
-        for option, value in (("use_stemmer", use_stemmer), ("remove_stopwords", remove_stopwords),
-                              ("rouge155", rouge155)):
-            if not isinstance(value, bool):      # "yes" or "no" would both be truthy
-                raise ValueError(f"{option} must be True or False, got {value!r}")
+        use_stemmer = check_bool(use_stemmer, "use_stemmer")        # "yes" or "no" would both be truthy
+        remove_stopwords = check_bool(remove_stopwords, "remove_stopwords")
+        rouge155 = check_bool(rouge155, "rouge155")
         if multi_reference not in MULTI_REFERENCE_MODES:
             raise ValueError(
                 f"multi_reference must be one of {', '.join(map(repr, MULTI_REFERENCE_MODES))}, "
@@ -98,9 +81,9 @@ class RougeScorer:
         self._fmeasure = FMeasure(self._alpha)
         self.rouge155 = rouge155
         self.parsed_types: tuple = tuple(unique)
-        self.measures: list = [(rouge_type.name, *build_measure(rouge_type, self.wlcs_weight))
-                               for rouge_type in unique]
-        self._batch = None
+        self._items = ItemScorer([build_measure(t, self.wlcs_weight) for t in unique], self._tokenizer,
+                                 self._fmeasure, multi_reference)
+        self._batch: BatchScorer | None = None
         self._rouge155 = None
         if rouge155:
             self._rouge155 = Rouge155Engine(
@@ -112,106 +95,72 @@ class RougeScorer:
             return "1"
         return f"alpha={alpha:g}" if alpha is not None else f"beta={beta:g}"
 
-    def tokenize(self, text: str) -> list:
-        """The tokens scoring uses for ``text`` (empty list: the text scores 0 against anything)."""
-        return self._tokenizer(_require_str(text, "text"))
-
-    def score(self, prediction: str, references) -> dict:
-        """Scores of ``prediction`` against one reference or several (combined per ``multi_reference``)."""
+    def score(self, prediction: str, references: str | Sequence[str]) -> dict[str, Score]:
+        """``{rouge type: Score}`` of ``prediction`` against one reference or several (combined per
+        ``multi_reference``)."""
+        prediction, references = check_text(prediction, "prediction"), _references(references)
         if self._rouge155 is not None:
-            return self._rouge155.score(_require_str(prediction, "prediction"), _reference_list(references))
-        return self._as_scores(self.item_values(_require_str(prediction, "prediction"),
-                                                _reference_list(references), self.measures))
+            return self._rouge155.score(prediction, references)
+        return self._as_scores(self._items.values(prediction, references))
 
-    def score_batch(self, predictions: Sequence[str], references: Sequence) -> list:
-        """``score`` for each (prediction, references) pair; the two sequences must have equal length.
-        Large batches are counted together on arrays (``values_many``): same numbers, faster."""
+    @overload
+    def score_batch(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]],
+                    *, flat: Literal[False] = ...) -> list[dict[str, Score]]: ...
+
+    @overload
+    def score_batch(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]],
+                    *, flat: Literal[True]) -> list[float]: ...
+
+    def score_batch(self, predictions, references, *, flat=False):
+        """``score`` of each (prediction, references) pair; the two sequences have equal length.
+
+        ``flat=True`` gives the same numbers as one list of floats, P, R and F of each type in
+        ``rouge_types`` order, item after item: what adapters build results from, with no object
+        per score. A large batch is counted on arrays (same numbers, faster).
+        """
         if isinstance(predictions, str) or isinstance(references, str):
             raise TypeError("score_batch takes sequences: a list of predictions and one of references")
         if len(predictions) != len(references):
             raise ValueError(
                 f"{len(predictions)} predictions but {len(references)} references: lengths must match"
             )
-        checked = [_require_str(p, f"predictions[{k}]") for k, p in enumerate(predictions)]
-        lists = [_reference_list(refs) for refs in references]
-        return list(map(self._as_scores, self.rows_many(checked, lists)))
+        checked = [check_text(p, f"predictions[{k}]") for k, p in enumerate(predictions)]
+        lists = [_references(refs, k) for k, refs in enumerate(references)]
+        values = self._flat_values(checked, lists)
+        if flat:
+            return values
+        width = 3 * len(self.rouge_types)
+        return [self._as_scores(values[k:k + width]) for k in range(0, len(values), width)]
 
-    def _as_scores(self, values: list) -> dict:
+    def _flat_values(self, predictions: list[str], references: list[list[str]]) -> list[float]:
+        if self._rouge155 is not None:
+            return [x for prediction, refs in zip(predictions, references)
+                    for score in self._rouge155.score(prediction, refs).values() for x in score]
+        if not self._on_arrays(len(predictions)):
+            return list(chain.from_iterable(map(self._items.values, predictions, references)))
+        if self._batch is None:
+            from opik_metrics.text.rouge.batch import BatchScorer     # numpy: only for a large batch
+
+            self._batch = BatchScorer(self.parsed_types, self._tokenizer, self._fmeasure, self.multi_reference,
+                                      self.wlcs_weight)
+        return self._batch.values(predictions, references).ravel().tolist()
+
+    def _on_arrays(self, items: int) -> bool:
+        """Whether a batch of ``items`` is counted on arrays: large enough, with a ROUGE-N or ROUGE-L
+        type among the ones asked for (the arrays count nothing else)."""
+        return items >= BATCH_MIN_ITEMS and any(t.kind in (NGRAM, LCS) for t in self.parsed_types)
+
+    def _as_scores(self, values: list[float]) -> dict[str, Score]:
         """``{rouge type: Score}`` from one item's flat P, R, F values."""
         return {name: Score(*values[3 * k:3 * k + 3]) for k, name in enumerate(self.rouge_types)}
 
-    def score_values(self, prediction: str, references: list) -> list:
-        """``score`` as flat floats, P, R and F of each type in ``rouge_types`` order, for checked
-        input (a str and a non-empty list of str): what the Opik metric builds its results from,
-        without a Score object per type."""
-        if self._rouge155 is None:
-            return self.item_values(prediction, references, self.measures)
-        scores = self.score(prediction, references)
-        return [x for name in self.rouge_types for s in (scores[name],) for x in (s.precision, s.recall, s.fmeasure)]
-
-    def values_many(self, predictions: list, references: list) -> "np.ndarray":
-        """``score_values`` of many items as one float64 array, a row per item, identical values:
-        ROUGE-N and ROUGE-L counted for all items together on token-id arrays (``batch.py``)."""
-        import numpy as np
-
-        if len(predictions) != len(references):
-            raise ValueError(f"{len(predictions)} predictions but {len(references)} reference lists: lengths must match")
-        if not all(references):
-            empty = next(k for k, refs in enumerate(references) if not refs)
-            raise ValueError(f"references[{empty}] is empty: give at least one reference text")
-        if not self._on_arrays(len(predictions)):
-            return np.array(self._item_by_item(predictions, references), dtype=np.float64).reshape(
-                len(predictions), 3 * len(self.rouge_types))
-        if self._batch is None:
-            from opik_metrics.text.rouge.batch import BatchScorer
-
-            self._batch = BatchScorer(self)
-        return self._batch.values(predictions, references)
-
-    def rows_many(self, predictions: list, references: list) -> list:
-        """``values_many`` as a list of rows (lists of float); a small batch never imports numpy
-        (what a short command-line run would pay for nothing)."""
-        if not self._on_arrays(len(predictions)):
-            return self._item_by_item(predictions, references)
-        return self.values_many(predictions, references).tolist()
-
-    def _on_arrays(self, items: int) -> bool:
-        """Whether a batch of ``items`` is counted on arrays: large enough, in the default mode, with a
-        ROUGE-N or ROUGE-L type among the ones asked for (the arrays count nothing else)."""
-        return (self._rouge155 is None and items >= BATCH_MIN_ITEMS
-                and any(t.kind in (NGRAM, LCS) for t in self.parsed_types))
-
-    def _item_by_item(self, predictions: list, references: list) -> list:
-        return [self.score_values(prediction, refs) for prediction, refs in zip(predictions, references)]
-
-    def item_values(self, prediction: str, references: list, measures: list) -> list:
-        """P, R, F of each of ``measures`` (``self.measures`` entries) for one checked item, in the
-        default mode."""
-        tokenize, fmeasure = self._tokenizer, self._fmeasure
-        prepared = PreparedText(prediction, tokenize)
-        values: list = []
-        if len(references) == 1:
-            reference = PreparedText(references[0], tokenize)
-            for _, measure, root in measures:
-                values += counts_to_values(measure(prepared, reference), fmeasure, root)
-            return values
-        others = [PreparedText(reference, tokenize) for reference in references]
-        for _, measure, root in measures:
-            all_counts = [measure(prepared, reference) for reference in others]
-            if self.multi_reference == "average":
-                values += counts_to_values(pool(all_counts), fmeasure, root)
-            else:
-                best = _best(counts_to_score(c, fmeasure, root) for c in all_counts)
-                values += (best.precision, best.recall, best.fmeasure)
-        return values
-
     @property
-    def tokenizer(self):
-        """The tokenizer scoring uses (a callable ``text -> list[str]``)."""
+    def tokenizer(self) -> Callable[[str], list]:
+        """The tokenizer scoring uses (``text -> list[str]``; no tokens: the text scores 0 against anything)."""
         return self._tokenizer
 
     @property
-    def alpha(self):
+    def alpha(self) -> float | None:
         """The F-measure's alpha; None for rouge-score's balanced F1."""
         return self._alpha
 
@@ -233,10 +182,34 @@ class RougeScorer:
         return f"RougeScorer({self.signature()!r})"
 
 
-def _best(scores) -> Score:
-    """Highest F-measure, the first one on ties (rouge-score's ``score_multi`` / numpy argmax)."""
-    best = None
-    for score in scores:
-        if best is None or score.fmeasure > best.fmeasure:
-            best = score
-    return best
+def _references(references: Any, index: int | None = None) -> list[str]:
+    """One item's references (a str or a non-empty sequence of str) as a list."""
+    return reference_list(references, "ROUGE", index, drop_none=False)
+
+
+class RougeKernel:
+    """A picklable recipe of a ``RougeScorer``: what worker processes run on slices of a large batch
+    (each builds the scorer once and hands back ``score_batch(..., flat=True)``)."""
+
+    def __init__(self, rouge_types: Sequence[str], options: Mapping[str, Any]) -> None:
+        self.rouge_types, self.options = tuple(rouge_types), dict(options)
+        self._scorer: RougeScorer | None = None
+
+    @classmethod
+    def of(cls, rouge_types: Sequence[str], options: Mapping[str, Any]) -> "RougeKernel | None":
+        """The kernel, or None when its options cannot travel to another process (a custom
+        tokenizer that does not pickle, such as a lambda)."""
+        kernel = cls(rouge_types, options)
+        try:
+            pickle.dumps(kernel)
+        except Exception:  # any pickling failure: the batch stays in this process
+            return None
+        return kernel
+
+    def __reduce__(self) -> tuple:
+        return (RougeKernel, (self.rouge_types, self.options))
+
+    def __call__(self, outputs: Sequence[str], references: Sequence[list[str]]) -> list[float]:
+        if self._scorer is None:
+            self._scorer = RougeScorer(self.rouge_types, **self.options)
+        return self._scorer.score_batch(outputs, references, flat=True)

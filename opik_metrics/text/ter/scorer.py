@@ -14,7 +14,7 @@ from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
 
 from opik_metrics.core import Signature, corpus_formula
 from opik_metrics.core.versions import ours as package_version
-from opik_metrics.text.references import check_bool, check_text, corpus_lists, reference_list
+from opik_metrics.core.inputs import check_bool, check_text, corpus_lists, reference_list
 from opik_metrics.text.ter.edits import translation_edit_rate
 
 References = Union[str, Sequence[Optional[str]]]
@@ -39,7 +39,7 @@ class TERResult:
     hyp_length: int = 0         # words of the hypothesis (corpus: of every hypothesis)
 
     @property
-    def statistics(self) -> tuple[float, float]:
+    def statistics(self) -> tuple[int, float]:
         return (self.num_edits, self.ref_length)
 
 
@@ -99,7 +99,8 @@ class TERScorer:
         """Corpus TER: edits summed over items over reference lengths summed (not a mean of sentence
         TERs). ``references[i]`` holds the reference(s) of ``hypotheses[i]``."""
         hyps, refs = corpus_lists(hypotheses, references, "TER")
-        edits, length, hyp_length = 0, 0, 0
+        edits, hyp_length = 0, 0
+        length: float = 0
         for result in self.batch(hyps, refs):       # in item order, as sacrebleu's sum_of_lists
             edits += result.num_edits
             length += result.ref_length
