@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import metric_recipe
 from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import metric_spec
-from opik_metrics.metrics.parallel import available_cores
+from opik_metrics.core.worker_pools import available_cores
+
+if TYPE_CHECKING:
+    from opik_metrics.streams.run import Engine
 
 
 def score_records(args: argparse.Namespace) -> int:
@@ -31,6 +34,7 @@ def score_records(args: argparse.Namespace) -> int:
         if any(metric_spec(n).fits_on_references for n in names) or ("bertscore" in names and args.idf):
             references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
         recipe = metric_recipe(names, args, references, track=False)
+        engine: Engine
         if args.engine == "ray":
             from opik_metrics.distributed import RayEngine
             engine = RayEngine(recipe, workers=args.workers or 2, address=args.address, num_gpus=args.num_gpus,

@@ -28,16 +28,16 @@ def collector_paused(n_items: int = 0) -> Iterator[None]:
     was_enabled = gc.isenabled()
     promote = _GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
     if promote:
-        from opik_metrics.metrics import parallel     # only here: importing it costs a short command's start
+        from opik_metrics.core.worker_pools import no_other_threads   # only here: it imports multiprocessing
 
-        promote = parallel.no_other_threads()
+        promote = no_other_threads()
     if promote:
         gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0 and parallel.no_other_threads():
+        if promote and gc.get_freeze_count() == 0 and no_other_threads():
             gc.freeze()
             gc.unfreeze()
         if was_enabled:

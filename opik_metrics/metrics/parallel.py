@@ -5,20 +5,18 @@ serial path's numbers, so both are identical. Text metrics are Python-bound: pro
 threads, use the cores."""
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
-import multiprocessing
 import operator
 import os
 import pickle
-import signal
 import threading
-import time
 import warnings
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
+
+from opik_metrics.core.worker_pools import WorkerPool, available_cores, in_a_worker, no_other_threads
 
 #: Below this many items a batch stays in this process: a slice's round trip would cost more.
 PARALLEL_MIN_ITEMS = 20_000
@@ -28,11 +26,12 @@ PARALLEL_MIN_ITEMS = 20_000
 SLICES_PER_WORKER = 16
 MIN_SLICE = 2_000
 
-_pools: dict[int, tuple[ProcessPoolExecutor, str]] = {}   # by size: the pool and its start method (see _forget_pools)
-_pool_threads: dict[int, frozenset[threading.Thread]] = {}  # by size: the threads each pool started here
+_pools: dict[int, WorkerPool] = {}      # by size, kept for later batches
 _pools_lock = threading.Lock()
-_in_worker = False
 _kernels: dict[str, Callable] = {}
+
+__all__ = ["PARALLEL_MIN_ITEMS", "StayInProcess", "available_cores", "check_workers", "resolve_workers",
+           "run_kernel", "slices"]
 
 
 class StayInProcess(Exception):
@@ -41,44 +40,12 @@ class StayInProcess(Exception):
 
 
 def _forget_pools() -> None:
-    """In a forked child: the parent's pools are not ours (their threads did not come along)."""
+    """In a forked child: the parent's pools are not ours."""
     _pools.clear()
-    _pool_threads.clear()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pools)
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def pool_threads() -> int:
-    """Threads our pools run in this process (each executor's manager and queue feeder threads),
-    as found when the pool handed back its first slice."""
-    return sum(1 for threads in _pool_threads.values() for t in threads if t.is_alive())
-
-
-def no_other_threads() -> bool:
-    """Whether this process runs no Python thread but the calling one and our pools'."""
-    return threading.active_count() - pool_threads() == 1
-
-
-def _can_fork() -> bool:
-    """Forking is safe while this process runs no Python thread but ours (no lock some other
-    thread holds can be inherited), and it starts workers without importing ``__main__`` again."""
-    return os.name == "posix" and no_other_threads()
-
-
-def _in_a_child_process() -> bool:
-    process = multiprocessing.current_process()
-    return (_in_worker or process.daemon or process.name != "MainProcess"
-            or multiprocessing.parent_process() is not None)
 
 
 def check_workers(workers: Any) -> int | None:
@@ -102,50 +69,28 @@ def resolve_workers(workers: int | None, items: int) -> int:
     a child process (a pool's worker, a daemon, a process still importing its main module):
     nested pools would only fight over the same cores."""
     count = check_workers(workers)
-    if _in_a_child_process():
+    if in_a_worker():
         return 1
     if count is None:
-        return available_cores() if items >= PARALLEL_MIN_ITEMS and (_pools or _can_fork()) else 1
+        forkable = os.name == "posix" and no_other_threads()
+        return available_cores() if items >= PARALLEL_MIN_ITEMS and (_pools or forkable) else 1
     return count
 
 
-def _start_worker() -> None:
-    global _in_worker
-    _in_worker = True
-    gc.enable()       # a forked worker inherits a paused collector from the batch that started it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; an idle pool survives it
-    parent = os.getppid()
-
-    def leave_with_the_parent() -> None:
-        """A kept pool outlives batches, not its process: a worker whose parent died (kill -9,
-        ``os._exit``) would wait on the task queue forever."""
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=leave_with_the_parent, name="opik-metrics-parent-watch", daemon=True).start()
-
-
-def _executor(workers: int) -> tuple[ProcessPoolExecutor, str]:
-    """The pool of ``workers`` processes and its start method, kept for later batches (a broken one
-    is dropped by ``run_kernel``). Forked when this process runs no other thread (fast, no
-    main-module import); otherwise forkserver, since forking a process with threads can inherit a
-    lock some thread holds."""
+def _pool(workers: int) -> WorkerPool:
+    """The kept pool of ``workers`` processes (a broken one is dropped by ``run_kernel``)."""
     with _pools_lock:
         if workers not in _pools:
-            method = "fork" if _can_fork() else "forkserver"
-            _pools[workers] = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                                   initializer=_start_worker), method)
+            _pools[workers] = WorkerPool(workers, builds_models=False, kept=True)
         return _pools[workers]
 
 
-def _drop(pool: ProcessPoolExecutor) -> None:
+def _drop(pool: WorkerPool) -> None:
     with _pools_lock:
-        for size, (kept, _) in list(_pools.items()):
+        for size, kept in list(_pools.items()):
             if kept is pool:
                 del _pools[size]
-                _pool_threads.pop(size, None)
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.close(wait=False)
 
 
 def _run(key: str, blob: bytes, outputs: list, references: list) -> Any:
@@ -174,10 +119,8 @@ def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[An
         raise StayInProcess("one slice")
     blob = pickle.dumps(kernel)
     key = hashlib.sha1(blob).hexdigest()
-    size = min(workers, len(ranges))
-    before = set(threading.enumerate()) if size not in _pool_threads else None
-    pool, method = _executor(size)
-    if method != "fork" and b"__main__" in blob:
+    pool = _pool(min(workers, len(ranges)))
+    if pool.method != "fork" and b"__main__" in blob:
         raise StayInProcess("the kernel names code of __main__, which forkserver workers cannot import")
     ahead = 2 * min(workers, len(ranges))      # slices in flight: the input is not copied all at once
     futures: list[Future] = []
@@ -187,9 +130,6 @@ def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[An
         for k, (start, stop) in enumerate(ranges):
             values = futures[k].result()
             futures[k] = None  # type: ignore[call-overload]   # its values are handed on, not kept here
-            if before is not None:              # the pool's threads run by now: the ones new since it started
-                _pool_threads[size] = frozenset(set(threading.enumerate()) - before)
-                before = None
             if k + ahead < len(ranges):
                 a, b = ranges[k + ahead]
                 futures.append(pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])))

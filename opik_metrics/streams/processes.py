@@ -5,11 +5,10 @@ not threads, use the cores."""
 from __future__ import annotations
 
 import math
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
+from opik_metrics.core.worker_pools import WorkerPool
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 
@@ -57,10 +56,10 @@ def _score(ref: ChunkRef) -> Any:
 
 
 class ProcessEngine:
-    """Scores a streamed run's chunks in ``workers`` processes (``forkserver``: no state of this
-    process, threads or models included, is inherited). ``factory`` must pickle (a module-level
-    function, a ``functools.partial``, a ``MetricRecipe``); a run of one or two chunks stays in
-    this process."""
+    """Scores a streamed run's chunks in ``workers`` processes, started as ``core.worker_pools``
+    says (a factory that builds models gets forkserver workers). ``factory`` must pickle (a
+    module-level function, a ``functools.partial``, a ``MetricRecipe``); a run of one or two
+    chunks stays in this process."""
 
     name = "processes"
 
@@ -79,7 +78,7 @@ class ProcessEngine:
     def facts(self) -> list:
         return [facts_of(m) for m in self._here()]
 
-    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
+    def rows(self, source: Source, fields: FieldMap, refs: Iterable[ChunkRef]) -> Iterator[Any]:
         """Batches of rows in order: lists of row dicts, or Arrow tables from the workers."""
         refs = list(refs)
         if not refs:
@@ -92,7 +91,7 @@ class ProcessEngine:
                 yield score_group(scorer, source, ref, chunk_size)
             return
         groups = group_refs(refs, self.workers * self.groups_per_worker)
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start,
-                                 initargs=(self.factory, source, fields, chunk_size)) as pool:
+        builds_models = getattr(self.factory, "loads_model", True)   # a factory that does not say may
+        with WorkerPool(self.workers, builds_models=builds_models, kept=False, initializer=_start,
+                        initargs=(self.factory, source, fields, chunk_size)) as pool:
             yield from pool.map(_score, groups)    # Arrow tables go to the output as they are

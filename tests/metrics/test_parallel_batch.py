@@ -15,6 +15,7 @@ import pytest
 from rouge_score import rouge_scorer
 
 from opik_metrics import ROUGE, BLEU
+from opik_metrics.core import worker_pools
 from opik_metrics.metrics import parallel
 from tests.corpus import realistic_pairs
 
@@ -64,10 +65,10 @@ def test_processes_equal_rouge_score():
 
 
 def test_workers_are_chosen_by_batch_size_and_checked(monkeypatch):
-    monkeypatch.setattr(parallel, "_can_fork", lambda: True)
+    monkeypatch.setattr(parallel, "no_other_threads", lambda: True)
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS - 1) == 1
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS) == parallel.available_cores()
-    monkeypatch.setattr(parallel, "_can_fork", lambda: False)     # threads: only when asked for
+    monkeypatch.setattr(parallel, "no_other_threads", lambda: False)     # threads: only when asked for
     monkeypatch.setattr(parallel, "_pools", {})
     assert parallel.resolve_workers(None, 10 * parallel.PARALLEL_MIN_ITEMS) == 1
     assert parallel.resolve_workers(3, 10) == 3
@@ -95,14 +96,14 @@ def test_metrics_without_a_kernel_score_here(monkeypatch):
 
 
 def test_the_pools_own_threads_do_not_count_against_forking():
-    for pool, _ in list(parallel._pools.values()):  # a fresh pool: its threads start during the batch
+    for pool in list(parallel._pools.values()):  # a fresh pool: its threads start during the batch
         parallel._drop(pool)
     before = set(threading.enumerate())
     ROUGE(track=False).score_batch(*_batch(), workers=2)
     started = [t for t in set(threading.enumerate()) - before if t.is_alive()]
     # the threads the batch started are the pool's own (threads of other tests may end meanwhile)
-    assert parallel._pools and 0 < len(started) <= parallel.pool_threads()
-    assert threading.active_count() - parallel.pool_threads() <= len(before)
+    assert parallel._pools and 0 < len(started) <= worker_pools.pool_threads()
+    assert threading.active_count() - worker_pools.pool_threads() <= len(before)
 
 
 def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced(monkeypatch):
@@ -110,14 +111,14 @@ def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced(monkeypat
     metric = ROUGE(track=False)
     want = _as_tuples(metric.score_batch(preds, references, workers=1))
     metric.score_batch(preds, references, workers=2)
-    pool, _ = parallel._pools[2]
-    for process in list(pool._processes.values()):
+    pool = parallel._pools[2]
+    for process in list(pool.executor._processes.values()):
         os.kill(process.pid, signal.SIGKILL)
     with pytest.warns(UserWarning, match="worker process died"):
         assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
     assert 2 not in parallel._pools                                    # the broken pool is dropped
     assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
-    assert parallel._pools[2][0] is not pool
+    assert parallel._pools[2] is not pool
 
 
 def test_two_threads_with_different_worker_counts_do_not_cancel_each_other():
@@ -176,18 +177,20 @@ def test_slices_in_flight_are_bounded(monkeypatch):
     """Two slices a worker are handed out ahead, not the whole batch at once."""
     monkeypatch.setattr(parallel, "MIN_SLICE", 100)
     monkeypatch.setattr(parallel, "SLICES_PER_WORKER", 4)
-    real, submitted = parallel._executor, []
+    real, submitted = parallel._pool, []
 
     def spy(workers):
-        pool, method = real(workers)
+        pool = real(workers)
 
         class Counting:
+            method = pool.method
+
             def submit(self, *args):
                 submitted.append(args[3][0])
                 return pool.submit(*args)
-        return Counting(), method
+        return Counting()
 
-    monkeypatch.setattr(parallel, "_executor", spy)
+    monkeypatch.setattr(parallel, "_pool", spy)
     preds, refs = realistic_pairs(3_000, seed=24)
     ranges = parallel.slices(3_000, 2)
     spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel(), preds, [[r] for r in refs], 2)

@@ -33,7 +33,7 @@ def test_a_run_of_two_chunks_stays_in_this_process(tmp_path, monkeypatch):
     def no_pool(*args, **kwargs):
         raise AssertionError("no process pool for two chunks")
 
-    monkeypatch.setattr(processes, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(processes, "WorkerPool", no_pool)
     path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:80]))
     result = score_file(path, chunk_size=40, progress=False, engine=ProcessEngine(RECIPE, workers=2))
     assert result.items == 80
