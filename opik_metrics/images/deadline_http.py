@@ -31,9 +31,14 @@ def deadline(at: float) -> Iterator[None]:
 
 class _CutAtDeadline:
     """Arms a timer around ``getresponse`` (the head of the answer) that shuts the socket down at
-    the thread's deadline; the body is read by the caller, which checks the deadline itself."""
+    the thread's deadline; the body is read by the caller, which checks the deadline itself. The
+    socket is kept as ``body_socket`` for that reader: http.client forgets it once the server says
+    it will close the connection, and offers no public handle on the response's."""
+
+    body_socket: Any = None
 
     def getresponse(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.body_socket = getattr(self, "sock", None)
         at = getattr(_current, "at", None)
         if at is None:
             return super().getresponse(*args, **kwargs)  # type: ignore[misc]
@@ -98,11 +103,8 @@ def deadline_session() -> requests.Session:
 
 
 def response_socket(raw: Any) -> socket.socket | None:
-    """The socket under a streamed urllib3 response, or None: the body loop sets its timeout to
-    what is left of the deadline. urllib3 hands the socket to the response and offers no public
-    handle on it; this is the one place that reaches for it."""
-    try:
-        sock = raw._fp.fp.raw._sock  # noqa: SLF001 - http.client's socket file: no public handle
-    except AttributeError:
-        sock = getattr(getattr(raw, "connection", None), "sock", None)
+    """The socket under a streamed response of a ``deadline_session`` (while its body is unread), or
+    None: the body loop sets its timeout to what is left of the deadline."""
+    sock = getattr(getattr(raw, "connection", None), "body_socket", None)
+    sock = sock if isinstance(sock, socket.socket) else getattr(sock, "socket", None)   # TLS through a TLS proxy
     return sock if isinstance(sock, socket.socket) else None

@@ -9,16 +9,19 @@ comparison reports as recorded but cannot resample.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import inspect
 import math
 import numbers
+import sys
 import threading
 import weakref
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, Statistics, require_batch, require_references,
                                require_text)
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.metrics.evaluate_direct import compute_direct, direct_compute_allowed, module_hash
 from opik_metrics.neural.models.evaluate_loading import EvaluateModuleNotAvailable, load_evaluate_module
 
 Bounds = tuple[float | None, float | None]
@@ -80,13 +83,10 @@ class EvaluateMetric(ReferenceMetric):
         track: Whether Opik tracks ``score`` calls as spans.
         project_name: Opik project for the tracked spans.
 
-    Item scores are computed by the module's own ``_compute`` on the item's lists, as
-    ``compute`` would after its Arrow round trip, when that round trip cannot change them (only
-    string inputs, no output format, one process, ``compute`` not overridden): much faster than
-    ``compute``, equal results (``evaluate_direct.py``). Other modules
-    go through ``compute``. Calls into one module are serialised by a lock (see ``module_lock``).
+    Item scores come from the module's public ``compute``, one call an item. Calls into one module
+    are serialised by a lock (see ``module_lock``).
 
-    Example:
+    Examples:
         >>> from opik_metrics import EvaluateMetric
         >>> metric = EvaluateMetric("sacrebleu", keys=["score"], bounds=(0, 100))  # doctest: +SKIP
         >>> metric.score("the cat sat on the mat", "the cat sat on a mat")[0].name  # doctest: +SKIP
@@ -115,7 +115,6 @@ class EvaluateMetric(ReferenceMetric):
         self.prediction_input, self.reference_input = prediction_input, reference_input
         self.multi_reference = _reference_mode(self.module, prediction_input, reference_input, multi_reference)
         self._lock = module_lock(self.module)
-        self._direct = direct_compute_allowed(evaluate, self.module)
         self.keys = _check_keys(keys) if keys is not None else self._probe_keys()
         self._directions = _per_key("higher_is_better", higher_is_better, self.keys, _check_direction, True)
         self._bounds = _per_key("bounds", bounds, self.keys, _check_bounds, (None, None))
@@ -136,7 +135,7 @@ class EvaluateMetric(ReferenceMetric):
     def _signature(self, evaluate: Any) -> Signature:
         info = self.module.info
         fields = {"evaluate": self.module_name, "config": self.module.config_name,
-                  "type": getattr(info, "module_type", "metric"), "hash": module_hash(self.module),
+                  "type": getattr(info, "module_type", "metric"), "hash": _source_hash(self.module),
                   "refs": "multi" if self.multi_reference else "single",
                   "kwargs": dict(sorted(self.compute_kwargs.items())), "version": evaluate.__version__}
         if getattr(info, "version", None):
@@ -158,10 +157,9 @@ class EvaluateMetric(ReferenceMetric):
     def _scored(self, outputs: list[str], references: list[list[str]],
                 positions: Sequence[int | None]) -> list[list[ScoreResult]]:
         args = [self._reference_argument(refs, k) for refs, k in zip(references, positions)]
-        compute = self._compute_direct if self._direct else self._compute_module
         results = []
         with self._lock:
-            raws = [self._call(compute, [out], [arg], _where(k, out)) for out, arg, k in zip(outputs, args, positions)]
+            raws = [self._call([out], [arg], _where(k, out)) for out, arg, k in zip(outputs, args, positions)]
         for out, refs, raw, k in zip(outputs, references, raws, positions):
             metadata = {"signature": self.signature, "module_output": _jsonable(raw), "n_references": len(refs)}
             results.append([self._result(self._result_names[key], raw, key, _where(k, out), metadata)
@@ -179,27 +177,20 @@ class EvaluateMetric(ReferenceMetric):
                 "suits a module that does)")
         return refs[0]
 
-    def _compute_module(self, predictions: list[str], references: list[Any]) -> Any:
-        return self.module.compute(**{self.prediction_input: predictions, self.reference_input: references},
-                                   **self.compute_kwargs)
-
-    def _compute_direct(self, predictions: list[str], references: list[Any]) -> Any:
-        return compute_direct(self.module, {self.prediction_input: predictions, self.reference_input: references,
-                                            **self.compute_kwargs})
-
-    def _call(self, compute: Callable[[list[str], list[Any]], Any], predictions: list[str],
-              references: list[Any], where: str) -> Mapping[str, Any]:
-        """``compute`` with the module's input errors turned into MetricInputErrors naming the module
-        and the item; other errors keep their type, with a note naming both."""
+    def _call(self, predictions: list[str], references: list[Any], where: str) -> Mapping[str, Any]:
+        """The module's ``compute``, with its input errors turned into MetricInputErrors naming the
+        module and the item; other errors keep their type, with a note naming both."""
         try:
-            raw = compute(predictions, references)
+            raw = self.module.compute(**{self.prediction_input: predictions, self.reference_input: references},
+                                      **self.compute_kwargs)
         except MetricInputError:
             raise
         except (ValueError, TypeError, KeyError, IndexError, ArithmeticError) as exc:
             raise MetricInputError(f"the evaluate module {self.module_name!r} failed on {where}: "
                                    f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
-            exc.add_note(f"(in the evaluate module {self.module_name!r}, on {where})")
+            if sys.version_info >= (3, 11):
+                exc.add_note(f"(in the evaluate module {self.module_name!r}, on {where})")
             raise
         if not isinstance(raw, Mapping):
             raise MetricInputError(f"the evaluate module {self.module_name!r} returned {type(raw).__name__} on "
@@ -223,10 +214,9 @@ class EvaluateMetric(ReferenceMetric):
     def _probe_keys(self) -> list[str]:
         """Every numeric scalar key ``compute`` returns on a probe item, in the module's order."""
         reference = [PROBE_TEXT] if self.multi_reference else PROBE_TEXT
-        compute = self._compute_direct if self._direct else self._compute_module
         try:
             with self._lock:
-                raw = self._call(compute, [PROBE_TEXT], [reference], f"a probe item ({PROBE_TEXT!r})")
+                raw = self._call([PROBE_TEXT], [reference], f"a probe item ({PROBE_TEXT!r})")
         except Exception as exc:
             raise EvaluateModuleNotAvailable(
                 f"could not learn which keys the evaluate module {self.module_name!r} returns: its compute on a "
@@ -250,7 +240,7 @@ class EvaluateMetric(ReferenceMetric):
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
         args = [self._reference_argument(r, k) for k, r in enumerate(refs)]
         with self._lock:
-            raw = self._call(self._compute_module, outs, args, f"the corpus of {len(outs)} items")
+            raw = self._call(outs, args, f"the corpus of {len(outs)} items")
         metadata = {"signature": self.signature, "module_output": _jsonable(raw), "n_items": len(outs)}
         made = [self._result(f"corpus_{self._result_names[k]}", raw, k, f"the corpus of {len(outs)} items", metadata)
                 for k in self.keys]
@@ -426,3 +416,13 @@ def _where(position: int | None, output: str) -> str:
         return f"item {position}"
     shown = output if len(output) <= 40 else output[:37] + "..."
     return f"the item with output {shown!r}"
+
+
+def _source_hash(module: Any) -> str:
+    """A hash of the module's code (the file that defines its class, else the class's source)."""
+    try:
+        path = inspect.getsourcefile(type(module))
+        code = Path(path).read_bytes() if path else inspect.getsource(type(module)).encode()
+    except (OSError, TypeError):
+        return "unknown"
+    return "source-" + hashlib.sha256(code).hexdigest()

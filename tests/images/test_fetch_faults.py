@@ -243,3 +243,17 @@ def test_old_failure_entries_without_settings_are_fetched_again(tmp_path, server
     record = json.loads(next(Path(cache).rglob("*.failed.json")).read_text())
     assert record["settings"] == {} and record["reason"] == "HTTP 404 Not Found"
     assert "cached failure" in fetcher.fetch(server.url("/missing.jpg")).error
+
+
+@pytest.mark.parametrize("path", ["/drip", "/stall"])
+def test_the_body_reader_holds_the_responses_own_socket(trickle_server, path):
+    """The socket whose timeout the body loop sets is the one the response reads from (the HTTP/1.0
+    server says it will close the connection, after which http.client forgets its socket)."""
+    from opik_metrics.images.deadline_http import deadline_session, response_socket
+
+    with deadline_session() as session:
+        response = session.get(trickle_server + path, stream=True, timeout=5)
+        try:
+            assert response_socket(response.raw) is response.raw._fp.fp.raw._sock
+        finally:
+            response.close()
