@@ -58,7 +58,7 @@ def metric_recipe(names: Sequence[str], args: argparse.Namespace,
                             for spec in specs])
 
 
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
+def add_store_argument(parser: argparse._ActionsContainer) -> None:  # a parser or an argument group: their base
     parser.add_argument("--store", metavar="PATH",
                         help="local experiment store (SQLite); default $OPIK_METRICS_STORE or "
                              "~/.local/share/opik-metrics/experiments.sqlite")

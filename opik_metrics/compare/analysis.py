@@ -185,8 +185,14 @@ def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[Item
     if metric["kind"] == "mean":
         return MeanStatistic([item.scores[name] for item in items])
     corpus = experiment.corpus(name)
+    assert corpus is not None
     formula = functools.partial(resolve_formula(corpus.formula), **corpus.options)
-    return CorpusStatistic([_stats_row(corpus, item) for item in items], formula)
+    rows = []
+    for item in items:          # items that ``_has`` the metric: each has its statistics
+        row = _stats_row(corpus, item)
+        assert row is not None
+        rows.append(row)
+    return CorpusStatistic(rows, formula)
 
 
 def _has(metric: dict, item: ItemRecord, experiment: ExperimentRecords) -> bool:
@@ -267,7 +273,7 @@ def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRe
                                                                               ("system", system)) if odd[side])
         notes.append(f"{left_out} of {len(shared)} shared items left out: {metric['name']} is not finite there "
                      f"({sides})")
-    empty = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
+    empty: dict[str, Any] = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
              "p_value": None, "significant": None, "verdict": VERDICT_NONE, "better": None, "n": 0,
              "non_finite": {side: sum(kinds.values()) for side, kinds in odd.items()},
              "non_finite_kinds": odd, "wins": None, "ties": None, "losses": None, "differences": [],

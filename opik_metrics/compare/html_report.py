@@ -333,7 +333,7 @@ def _glance_table(comparison: dict, pair: dict) -> str:
             + _table(headers, rows, classes, wide=True))
 
 
-def _summary_section(comparison: dict, anchors: dict[str, str]) -> str:
+def _summary_section(comparison: dict, anchors: dict[Any, str]) -> str:
     """The comparison at a glance (a table per pair), then each score's detail, folded."""
     tables = "".join(_glance_table(comparison, pair) for pair in comparison.get("pairs") or [])
     blocks = "".join(_metric_block(comparison, m, anchors[m.get("name")]) for m in _metrics(comparison))

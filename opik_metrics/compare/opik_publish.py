@@ -86,9 +86,9 @@ def dashboard_sections(name: str, markdown: str) -> list[dict]:
     section = d.DashboardSection(
         title="Comparison", id=_widget_id(name, "section"),
         widgets=[d.DashboardWidget(type=d.WidgetType.TEXT_MARKDOWN.value, id=table, title="Is the difference real?",
-                                   config=d.TextMarkdownConfig(content=markdown)),
+                                   config=d.TextMarkdownConfig(content=markdown).to_jsonable()),
                  d.DashboardWidget(type=d.WidgetType.EXPERIMENT_LEADERBOARD.value, id=board, title="Leaderboard",
-                                   config=d.ExperimentLeaderboardConfig())],
+                                   config=d.ExperimentLeaderboardConfig().to_jsonable())],
         layout=[d.DashboardLayoutItem(i=table, x=0, y=0, w=6, h=8),
                 d.DashboardLayoutItem(i=board, x=0, y=8, w=6, h=4)])
     return [section.to_jsonable()]

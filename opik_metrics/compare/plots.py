@@ -119,7 +119,7 @@ def _distribution_figure(comparison: dict, metric: dict) -> Figure | None:
         values = _finite(entry.get("values")) if entry else np.empty(0)
         if log:
             values = values[values > 0]
-        if values.size:
+        if entry and values.size:
             series.append((index, experiment, values, entry.get("value")))
     if not series:
         return None
@@ -157,7 +157,7 @@ def _distribution_caption(metric: dict) -> str:
 
 # ----------------------------------------------------------------------------- means with CIs
 
-def _bounds(entry: dict) -> tuple[float, float | None, float | None]:
+def _bounds(entry: dict) -> tuple[Any, float | None, float | None]:
     value = entry.get("value")
     low, high = entry.get("low"), entry.get("high")
     return value, (low if is_number(low) else None), (high if is_number(high) else None)
@@ -303,10 +303,10 @@ def iter_figures(comparison: dict) -> Iterator[tuple[PlotFile, Figure]]:
 
     shared = [m for m in metrics if _in_unit_interval(comparison, m)]
     if shared:
-        names = ", ".join(m["name"] for m in shared)
+        listed = ", ".join(m["name"] for m in shared)
         yield PlotFile(path("means", "overview"), f"Means with {confidence} confidence intervals",
                        f"Mean of each experiment with its {confidence} confidence interval, for the metrics "
-                       f"on a 0–1 scale ({names}).", SECTION_MEANS), \
+                       f"on a 0–1 scale ({listed}).", SECTION_MEANS), \
             _means_overview_figure(comparison, shared)
     for metric in metrics:
         if metric in shared:

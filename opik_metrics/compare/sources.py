@@ -154,4 +154,5 @@ def load_experiments(names: Sequence[str], *, store: ExperimentStore | None = No
         raise ValueError("give exactly one source: a local store or an Opik client")
     if client is not None:
         return [from_opik(client, name, project_name) for name in names]
+    assert store is not None
     return [from_store(store, name) for name in names]

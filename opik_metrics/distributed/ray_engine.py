@@ -6,7 +6,7 @@ score them in the very chunks the local engine uses. Rows come back in order as 
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
 from opik_metrics.streams.fields import FieldMap
@@ -131,7 +131,7 @@ class RayEngine:
                 raise exc.cause from None
             raise
 
-    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]:
+    def rows(self, source: Source, fields: FieldMap, refs: Iterable[ChunkRef]) -> Iterator[Any]:
         ensure_ray(self.address, self.workers)
         ray = _ray()
         refs = list(refs)
@@ -223,7 +223,7 @@ class _DatasetScorer:
 
     def __init__(self, factory: MetricFactory, fields: FieldMap) -> None:
         self.scorer = ChunkScorer(factory(), fields)
-        self.columns = None
+        self.columns: list[str] | None = None
 
     def __call__(self, batch: Any) -> Any:
         if self.columns is None:

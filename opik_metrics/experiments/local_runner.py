@@ -49,7 +49,7 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
     if not ready:
         return
     start = time.perf_counter()
-    scored = score_chunk(metrics, [{**item.input, **item.output} for item in ready])
+    scored = score_chunk(metrics, [{**item.input, **(item.output or {})} for item in ready])
     share = (time.perf_counter() - start) / len(ready)
     for item, results in zip(ready, scored):
         store.save_scores(exp_id, item.key, [StoredScore(r.name, metric, r.value, bool(r.scoring_failed),

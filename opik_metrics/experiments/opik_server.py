@@ -52,7 +52,7 @@ def _opik_config() -> Any:
 
 def configured_by(cfg: Any) -> str | None:
     """What configured an Opik server (for messages), or None when nothing did."""
-    set_fields = getattr(cfg, "model_fields_set", set())
+    set_fields: set[str] = getattr(cfg, "model_fields_set", set())
     if "url_override" in set_fields:
         return "OPIK_URL_OVERRIDE / opik.configure"
     if "api_key" in set_fields or getattr(cfg, "api_key", None):
@@ -170,7 +170,7 @@ def api_failure(exc: BaseException, url: str | None, doing: str, transport: bool
             phrase = HTTPStatus(status).phrase if status is not None else ""
         except ValueError:
             phrase = ""
-        advice = _STATUS_ADVICE.get(status) or (
+        advice = (_STATUS_ADVICE.get(status) if status is not None else None) or (
             "the server failed; see its logs and run the command again" if status and status >= 500 else "")
         detail = _body_detail(exc.body)
         return OpikServerError(f"{where} refused {doing}: HTTP {status}{' ' + phrase if phrase else ''}"

@@ -79,7 +79,7 @@ def run_experiment(
         summary.parts = parts
         return summary
     owned = not isinstance(store, ExperimentStore)
-    db = ExperimentStore(store) if owned else store
+    db = store if isinstance(store, ExperimentStore) else ExperimentStore(store)
     try:
         summary = run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                             scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,

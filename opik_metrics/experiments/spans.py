@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import opik
 from opik import opik_context
+from opik.types import SpanType
 
 _SINK: ContextVar[list | None] = ContextVar("opik_metrics_span_sink", default=None)
 _CURRENT: ContextVar[dict | None] = ContextVar("opik_metrics_current_span", default=None)
@@ -39,7 +40,7 @@ def _inputs(fn: Callable, args: tuple, kwargs: dict, ignored: Sequence[str]) -> 
     return {k: v for k, v in bound.arguments.items() if k not in ignored}
 
 
-def traced(name: str, *, span_type: str = "general", ignore_arguments: Sequence[str] = ()) -> Callable:
+def traced(name: str, *, span_type: SpanType = "general", ignore_arguments: Sequence[str] = ()) -> Callable:
     """``opik.track(name=...)`` that also records the span when ``collect_spans`` is active."""
 
     def decorate(fn: Callable) -> Callable:

@@ -104,6 +104,8 @@ class _Permanent(Exception):
     applies to a later fetch only while each of those settings is not larger.
     """
 
+    attempts: int
+
     def __init__(self, reason: str, settings: dict[str, int] | None = None) -> None:
         super().__init__(reason)
         self.settings = settings
@@ -112,6 +114,8 @@ class _Permanent(Exception):
 class _Transient(Exception):
     """A failure worth retrying (timeout, connection reset, HTTP 503); ``retry_after`` seconds
     from the server; ``final`` when no retry may follow (the total deadline passed)."""
+
+    attempts: int
 
     def __init__(self, reason: str, retry_after: float | None = None, final: bool = False) -> None:
         super().__init__(reason)

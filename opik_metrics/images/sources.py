@@ -55,7 +55,7 @@ def open_image(image: Any, *, field: str = "image", item: int | None = None, fet
             return decode_image(bytes(image), max_pixels, upright)
         if is_url(image):
             fetched = (fetcher or ImageFetcher()).fetch(image.strip())
-            if not fetched.ok:
+            if fetched.path is None:
                 raise ValueError(fetched.error)
             return load_image(fetched.path, max_pixels, upright)
         path = Path(image).expanduser()

@@ -117,9 +117,10 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         if corpus.is_mean:
             return Statistics(corpus.fields, (*(float(by_name[f].value) for f in corpus.fields[:-1]), 1))
         carrier = by_name.get(corpus.carrier)
-        if carrier is None or "statistics" not in (carrier.metadata or {}):
+        metadata = carrier.metadata if carrier is not None else None
+        if metadata is None or "statistics" not in metadata:
             raise MetricInputError(f"{self.name}: no {corpus.carrier!r} result with statistics among {list(by_name)}")
-        return Statistics(corpus.fields, tuple(carrier.metadata["statistics"]))
+        return Statistics(corpus.fields, tuple(metadata["statistics"]))
 
     def statistics(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> list[Statistics]:
         """One summable statistics object per item (sum them for any subset of the corpus)."""
@@ -136,7 +137,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
     def from_statistics(self, total: Statistics) -> ScoreResult:
         """The corpus ScoreResult from statistics summed over items."""
         corpus = self._require_corpus()
-        metadata = {"statistics": list(total.values), "signature": self.signature}
+        metadata: dict[str, Any] = {"statistics": list(total.values), "signature": self.signature}
         if corpus.is_mean:
             n = total.values[-1]
             metadata["means"] = {f: v / n for f, v in zip(corpus.fields[:-1], total.values)}
@@ -147,14 +148,16 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         """Why a corpus score takes a defined value instead of a computed one (None: it does not)."""
         return None
 
-    def corpus_score(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> ScoreResult:
-        """The corpus score: exactly ``from_statistics(sum(statistics(outputs, references)))``."""
+    def corpus_score(self, outputs: Sequence[str],
+                     references: Sequence[Any] | None = None) -> ScoreResult | list[ScoreResult]:
+        """The corpus score: exactly ``from_statistics(sum(statistics(outputs, references)))`` (a list
+        for a metric with one corpus score per key)."""
         stats = self.statistics(outputs, references)
         if not stats:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
-        return self.from_statistics(sum(stats))
+        return self.from_statistics(sum(stats[1:], stats[0]))
 
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult:
+    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:
         """The corpus score for ``opik.evaluate(experiment_scoring_functions=[...])``: reuses the
         item results Opik already logged (same name and signature), scores only the missing ones."""
         if not test_results:

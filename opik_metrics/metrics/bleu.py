@@ -1,7 +1,7 @@
 """BLEU as an Opik metric: sentence BLEU per item, corpus BLEU per experiment."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
                                require_batch)
@@ -19,7 +19,7 @@ class BLEU(SacrebleuFamilyMetric):
     ``corpus_<name>`` (statistics summed over items, as ``sacrebleu.corpus_bleu``), which is not
     the mean of sentence BLEUs.
 
-    Example:
+    Examples:
         >>> from opik_metrics import BLEU
         >>> BLEU(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0].name
         'bleu'
@@ -40,7 +40,7 @@ class BLEU(SacrebleuFamilyMetric):
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
-        common = dict(tokenize=tokenize, lowercase=lowercase, smooth_value=smooth_value,
+        common: dict[str, Any] = dict(tokenize=tokenize, lowercase=lowercase, smooth_value=smooth_value,
                       max_ngram_order=max_ngram_order, weights=weights)
         self._sentence = BLEUScorer(smooth_method=smooth_method, effective_order=effective_order, **common)
         self._corpus = BLEUScorer(smooth_method=corpus_smooth_method,
@@ -86,13 +86,15 @@ class BLEU(SacrebleuFamilyMetric):
         fields = self._require_corpus().fields
         return [Statistics(fields, tuple(row)) for row in self._segment_rows(outputs, references)]
 
-    def corpus_score(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]) -> ScoreResult:
+    def corpus_score(self, outputs: Sequence[str],
+                     references: Sequence[str | Sequence[str]] | None = None) -> ScoreResult:
         """Corpus BLEU over aligned outputs and references, as ``sacrebleu.corpus_bleu``: exactly
         ``from_statistics(sum(statistics(...)))``, each text tokenised once, the columns summed at once."""
         rows = self._segment_rows(outputs, references)
         if not rows:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
         total = Statistics(self._require_corpus().fields, tuple(map(sum, zip(*rows))))
+        assert references is not None
         return self._signed_for(self.from_statistics(total), references)
 
     def _segment_rows(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None) -> list:

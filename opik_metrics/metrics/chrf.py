@@ -30,7 +30,7 @@ class CHRF(SacrebleuFamilyMetric):
         track: let Opik track the calls.
         project_name: Opik project of the tracked calls.
 
-    Example:
+    Examples:
         >>> from opik_metrics import CHRF
         >>> result = CHRF(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0]
         >>> result.name, round(result.value, 4)

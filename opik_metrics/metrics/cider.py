@@ -29,7 +29,7 @@ class CIDEr(DocumentFrequencyMetric):
         n: the largest n-gram order. sigma: the length penalty's standard deviation.
         tokenize: ``"ptb"`` (pycocoevalcap's tokenisation) or ``"none"`` (already tokenised text).
 
-    Example:
+    Examples:
         >>> from opik_metrics import CIDEr
         >>> refs = [["a dog runs on the grass"], ["a cat sleeps on a bed"], ["two men ride horses"]]
         >>> metric = CIDEr(df_references=refs, track=False)
@@ -40,7 +40,7 @@ class CIDEr(DocumentFrequencyMetric):
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, n: int = 4,
                  sigma: float = 6.0, tokenize: str = "ptb", name: str = "cider", track: bool = True,
                  project_name: str | None = None) -> None:
-        self.engine = CiderD(n=n, sigma=sigma, tokenize=tokenize)
+        self.engine: CiderD = CiderD(n=n, sigma=sigma, tokenize=tokenize)
         super().__init__(df_references, name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:

@@ -55,7 +55,7 @@ class CLIPScore(PackMetric):
         max_wait_ms: How long the first of several concurrent ``score`` calls waits for others
             to join its batch.
 
-    Example:
+    Examples:
         >>> import opik
         >>> from opik_metrics import CLIPScore
         >>> metric = CLIPScore()  # doctest: +SKIP
@@ -116,7 +116,7 @@ class CLIPScore(PackMetric):
         return self._batcher.submit((out, image, refs))
 
     def score_batch(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None = None, *,
-                    images: Sequence[Any]) -> list[list[ScoreResult]]:
+                    images: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
         """Score many items at once; ``images[i]`` is the image of ``outputs[i]`` (a path, URL,
         bytes or PIL image) and ``references[i]`` a string or a list of strings."""
         outs, refs = require_batch(outputs, references)
@@ -163,7 +163,7 @@ class CLIPScore(PackMetric):
         stats = self.statistics(outputs, references, images=images)
         if not stats:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
-        return self.from_statistics(sum(stats))
+        return self.from_statistics(sum(stats[1:], stats[0]))
 
     def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
         """Outputs and images of the items Opik logged no CLIP-S for (references are not needed:

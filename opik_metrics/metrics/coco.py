@@ -26,7 +26,7 @@ class COCOCaption(DocumentFrequencyMetric):
     ``df_references`` fixes CIDEr's document frequencies for one-at-a-time scoring (see ``CIDEr``).
     A ``name`` other than ``coco`` prefixes every key.
 
-    Example:
+    Examples:
         >>> from opik_metrics import COCOCaption
         >>> coco = COCOCaption(track=False)
         >>> sorted(coco.coco_eval(["a dog runs", "a cat sleeps"], [["a dog is running"], ["the cat sleeps"]]))
@@ -35,7 +35,7 @@ class COCOCaption(DocumentFrequencyMetric):
 
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
                  name: str = "coco", track: bool = True, project_name: str | None = None) -> None:
-        self.engine = CocoSuite(tokenize=tokenize)
+        self.engine: CocoSuite = CocoSuite(tokenize=tokenize)
         super().__init__(df_references, name=name, track=track, project_name=project_name)
         self._names = {key: self._scored_name(key) for key in KEYS}
 
@@ -77,14 +77,14 @@ class COCOCaption(DocumentFrequencyMetric):
                             reason=one_image if key == "CIDEr" else None, metadata={**metadata, "key": key})
                 for key in KEYS]
 
-    def corpus_score(self, outputs: Sequence[str],  # type: ignore[override]
+    def corpus_score(self, outputs: Sequence[str],
                      references: Sequence[Any] | None = None) -> list[ScoreResult]:
         """pycocoevalcap's corpus numbers: one ScoreResult per key, ``from_statistics(sum(statistics))``."""
         stats = self.statistics(outputs, references)
         if not stats:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
-        return self.from_statistics(sum(stats))
+        return self.from_statistics(sum(stats[1:], stats[0]))
 
     def coco_eval(self, outputs: Sequence[str], references: Sequence[Any]) -> dict[str, float]:
         """``{key: value}`` as ``COCOEvalCap.eval`` holds it (METEOR and SPICE left out)."""
-        return {r.metadata["key"]: r.value for r in self.corpus_score(outputs, references)}
+        return {key: r.value for key, r in zip(KEYS, self.corpus_score(outputs, references))}

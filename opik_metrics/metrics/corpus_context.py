@@ -6,17 +6,27 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
-from opik_metrics.core import MetricInputError, Statistics
+from opik_metrics.core import MetricInputError, Signature, Statistics
 from opik_metrics.core.inputs import require_references
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.text.cider import DocumentFrequency
 
 
+class CorpusEngine(Protocol):
+    """What ``DocumentFrequencyMetric`` needs of its engine."""
+
+    def fit(self, references: Sequence[Sequence[str]]) -> DocumentFrequency: ...
+
+    def signature(self, df: DocumentFrequency | None = None) -> Signature: ...
+
+
 class DocumentFrequencyMetric(ReferenceMetric):
     """A reference metric with CIDEr-D's corpus context; subclasses set ``self.engine`` (with
     ``fit(references)`` and ``signature(df)``) before calling ``__init__``."""
+
+    engine: CorpusEngine
 
     def __init__(self, df_references: Any, name: str, track: bool = True, project_name: str | None = None) -> None:
         self.document_frequency = self._fit(df_references) if df_references is not None else None

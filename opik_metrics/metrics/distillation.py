@@ -88,6 +88,7 @@ class DistillationKL(ReferenceFreeMetric):
     def from_statistics(self, total: Statistics) -> ScoreResult:
         """Token-weighted mean KL (or the total) of summed statistics."""
         result = super().from_statistics(total)
+        assert result.metadata is not None
         result.metadata.update(self._metadata(n_tokens=int(total["n_tokens"]), kl_sum=total["kl_sum"]))
         return result
 

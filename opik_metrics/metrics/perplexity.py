@@ -78,6 +78,7 @@ class Perplexity(ReferenceFreeMetric):
         """exp(summed NLL / summed tokens), with the totals in the metadata."""
         result = super().from_statistics(total)
         nll, n = total["nll_sum"], int(total["n_tokens"])
+        assert result.metadata is not None
         result.metadata.update(n_tokens=n, nll_sum=nll, mean_nll=nll / n if n else 0.0, model=self.model_name)
         return result
 

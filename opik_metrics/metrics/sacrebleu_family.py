@@ -32,13 +32,16 @@ class SacrebleuFamilyMetric(ReferenceMetric):
         return (not result.scoring_failed and meta.get("n_references") is not None
                 and meta.get("signature") == self._item_signature(meta["n_references"]))
 
-    def corpus_score(self, outputs: Sequence[str], references: Sequence[Any]) -> ScoreResult:
+    def corpus_score(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> ScoreResult:
         """The corpus score over aligned outputs and references, as sacrebleu's ``corpus_score``."""
-        return self._signed_for(super().corpus_score(outputs, references), references)
+        result = super().corpus_score(outputs, references)
+        assert not isinstance(result, list) and references is not None
+        return self._signed_for(result, references)
 
     def _signed_for(self, result: ScoreResult, references: Sequence[Any]) -> ScoreResult:
         """``result`` with the signature naming the number of references when it is fixed, as sacrebleu's."""
         nrefs = {len(r) if isinstance(r, (list, tuple)) else 1 for r in references}
         if len(nrefs) == 1:
+            assert result.metadata is not None
             result.metadata["signature"] = self._item_signature(nrefs.pop(), sentence=False)
         return result

@@ -30,7 +30,7 @@ class TER(SacrebleuFamilyMetric):
         track: let Opik track the calls.
         project_name: Opik project of the tracked calls.
 
-    Example:
+    Examples:
         >>> from opik_metrics import TER
         >>> result = TER(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0]
         >>> result.name, round(result.value, 4), result.metadata["num_edits"]

@@ -96,6 +96,7 @@ class RunOutput:
     # -- resuming -----------------------------------------------------------------------------
 
     def _check_same_run(self) -> None:
+        assert self.run is not None
         for where in (self.parts / "run.json", self.record):
             if where.exists():
                 try:

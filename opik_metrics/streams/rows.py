@@ -131,15 +131,15 @@ class Aggregator:
         for metric, column in self._stat_columns:
             if column not in table.column_names:
                 continue
-            total = self._totals.get(metric)
+            summed = self._totals.get(metric)
             count = self._stat_counts.get(metric, 0)
             for row_values in table.column(column).to_pylist():
                 if row_values is None:
                     continue
-                total = _summed(total, row_values)
+                summed = _summed(summed, row_values)
                 count += 1
-            if total is not None:
-                self._totals[metric] = total
+            if summed is not None:
+                self._totals[metric] = summed
                 self._stat_counts[metric] = count
 
     def aggregate(self) -> dict[str, float]:

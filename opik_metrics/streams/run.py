@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Protocol, Sequence
 
 from tqdm.auto import tqdm
 
@@ -79,6 +79,14 @@ class ChunkScorer:
         return rows  # type: ignore[return-value]
 
 
+class Engine(Protocol):
+    """What a run needs of its engine (``LocalEngine``, ``ProcessEngine``, ``RayEngine``)."""
+
+    def facts(self) -> list: ...
+
+    def rows(self, source: Source, fields: FieldMap, refs: Iterator[ChunkRef]) -> Iterator[Any]: ...
+
+
 class LocalEngine:
     """Scores chunks one after another in this process."""
 
@@ -119,7 +127,7 @@ class StreamRun:
 
     source: Source
     fields: FieldMap
-    engine: Any
+    engine: Engine
     output: str | None = None
     chunk_size: int = DEFAULT_CHUNK
     progress: bool = True
@@ -201,7 +209,7 @@ class StreamRun:
                     "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})
         return result
 
-    def _scored(self, done: int) -> Iterator[Any]:
+    def _scored(self, done: int) -> Generator[Any, None, None]:
         bar = tqdm(total=self.source.total(), initial=done, desc="scoring", unit="item",
                    disable=not self.progress, leave=False)
         try:

@@ -277,7 +277,7 @@ class ParquetSource(Source):
         return {"path": self.path, "columns": self.columns}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], state["columns"])
+        type(self).__init__(self, state["path"], state["columns"])
 
     def total(self) -> int:
         return self._file.metadata.num_rows

@@ -364,6 +364,7 @@ class ExperimentStore:
         if row is None:
             cur = db.execute("INSERT INTO experiments (name, dataset, config, status, created_at, updated_at, runs) "
                              "VALUES (?, ?, ?, 'running', ?, ?, 1)", (name, dataset, dumps(config), now, now))
+            assert cur.lastrowid is not None
             exp_id = int(cur.lastrowid)
         else:
             exp_id = int(row["id"])

@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, overload
 
 from opik_metrics.core.numbers import is_number
 
@@ -26,6 +26,10 @@ def dumps(value: Any) -> str:
     return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+@overload
+def storable_text(value: str) -> str: ...
+@overload
+def storable_text(value: None) -> None: ...
 def storable_text(value: str | None) -> str | None:
     """Free text (names, reasons) that SQLite can store: a lone surrogate becomes a visible ``\\udXXX``."""
     if value is None or not isinstance(value, str) or not LONE_SURROGATE.search(value):

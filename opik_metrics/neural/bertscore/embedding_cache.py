@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 
 
 class EmbeddingCache:
@@ -16,13 +16,13 @@ class EmbeddingCache:
             raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = max_bytes
         self._size_of = size_of
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._items: OrderedDict[str, Any] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get_many(self, keys: list[Hashable]) -> dict[Hashable, Any]:
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
         """The cached values among ``keys`` (marking them recently used)."""
         found = {}
         with self._lock:
@@ -36,7 +36,7 @@ class EmbeddingCache:
                 self.hits += 1
         return found
 
-    def put_many(self, values: dict[Hashable, Any]) -> None:
+    def put_many(self, values: dict[str, Any]) -> None:
         with self._lock:
             for key, value in values.items():
                 size = self._size_of(value)

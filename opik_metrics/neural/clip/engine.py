@@ -133,7 +133,7 @@ class ClipScoreEngine:
         text_vectors = self.embedder.embed_texts(texts, progress)
         return [self._item(image_vectors[image_rows[k]], caps[k], refs[k], text_vectors) for k in range(len(caps))]
 
-    def _embed_images(self, images: list[Any], labels: list[int | None],
+    def _embed_images(self, images: list[Any], labels: Sequence[int | None],
                       progress: bool | None) -> tuple[list[int], torch.Tensor]:
         """Each item's row in the embeddings of the distinct images (each read and embedded once)."""
         rows: dict[Hashable, int] = {}
@@ -147,7 +147,7 @@ class ClipScoreEngine:
             item_rows.append(rows[key])
         urls = list(dict.fromkeys(images[k].strip() for k in first if is_url(images[k])))
         fetcher = self.fetcher if urls else None
-        if len(urls) > 1:
+        if fetcher is not None and len(urls) > 1:
             fetcher.fetch_many(urls, progress=bool(progress))  # in parallel into the disk cache
 
         def opened() -> Iterator[Any]:

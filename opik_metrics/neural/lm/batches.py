@@ -37,7 +37,7 @@ def length_batches(lengths: Sequence[int], batch_size: int,
     current: list[int] = []
     for i in order:
         too_many = len(current) == batch_size
-        too_long = bool(max_batch_tokens) and current and (len(current) + 1) * lengths[current[0]] > max_batch_tokens
+        too_long = bool(max_batch_tokens and current and (len(current) + 1) * lengths[current[0]] > max_batch_tokens)
         if current and (too_many or too_long):
             batches.append(current)
             current = []

@@ -56,7 +56,7 @@ def chunk_positions(vocab_size: int, bytes_per_logit: int, work_mb: float = LOGI
 
 # ---------------------------------------------------------------- forward-activation estimate
 
-def _cfg(config: Any, *names: str, default: int | None = None) -> int | None:
+def _cfg(config: Any, *names: str, default: int) -> int:
     for name in names:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
@@ -165,7 +165,9 @@ class ScoredStates:
     def __init__(self, model: Any, batch: PaddedBatch) -> None:
         mask = batch.labels != IGNORE
         if splits(model):
-            base, self.head = _parts(model)
+            parts = _parts(model)
+            assert parts is not None
+            base, self.head = parts
             states = _hidden(base, batch.input_ids, batch.attention_mask)
         else:
             self.head = None

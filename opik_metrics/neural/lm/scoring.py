@@ -1,7 +1,7 @@
 """Shared set-up for scoring texts with causal LMs: context window, stride, batch budget, progress."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -12,6 +12,8 @@ from opik_metrics.neural.lm.windows import validate_stride
 # Logit elements per forward pass (float32: 1 GiB): the old sizing, kept for callers that take full
 # logits (bench); the scorers now make logits chunk by chunk within a stated budget (chunks.py).
 LOGIT_BUDGET = 2 ** 28
+
+Number = TypeVar("Number", int, float)
 
 
 def resolve_max_length(context: int | None, max_length: int | None) -> int | None:
@@ -64,7 +66,7 @@ def longest_row(rows: Sequence[Row]) -> int:
     return max((len(r.ids) for r in rows), default=0)
 
 
-def add_per_item(totals: list[float], rows: Iterable[Row], values: Iterable[float]) -> None:
+def add_per_item(totals: list[Number], rows: Iterable[Row], values: Iterable[Number]) -> None:
     """Accumulate per-row values into per-text totals."""
     for row, value in zip(rows, values):
         totals[row.item] += value

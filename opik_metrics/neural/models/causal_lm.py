@@ -67,7 +67,7 @@ class CausalLM:
 def context_length(model: Any, tokenizer: Any) -> int | None:
     """The longest sequence the model takes: its position table, or the tokenizer's limit."""
     config = model.config
-    limits = [getattr(config, key, None) for key in ("max_position_embeddings", "n_positions", "n_ctx")]
+    limits: list[Any] = [getattr(config, key, None) for key in ("max_position_embeddings", "n_positions", "n_ctx")]
     limits.append(getattr(tokenizer, "model_max_length", None))
     limits = [int(x) for x in limits if isinstance(x, int) and 0 < x < _NO_LIMIT]
     return min(limits) if limits else None
@@ -135,7 +135,8 @@ def _from_pretrained(name: str, resolved: ResolvedModel, source: str, dtype: tor
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        model, info = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, output_loading_info=True, **kwargs)
+        loaded: Any = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, output_loading_info=True, **kwargs)
+        model, info = loaded      # (model, info): transformers' hint is the model alone
     except Exception as exc:  # every loader failure becomes one clear, actionable error
         raise ModelNotAvailableError(_load_failure(name, resolved, exc)) from exc
     check_causal(name, model, set((info or {}).get("missing_keys") or ()))
@@ -264,6 +265,7 @@ def _read_entry(name: str, resolved: ResolvedModel, entry: Path, dtype: torch.dt
 
 def _write_entry(entry: Path, model: Any, tokenizer: Any, resolved: ResolvedModel, gguf_config: dict) -> None:
     """Save ``model`` and ``tokenizer`` into a temporary sibling of ``entry`` and rename it into place."""
+    assert resolved.gguf_file, "not a GGUF model"
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:

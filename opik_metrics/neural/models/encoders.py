@@ -142,7 +142,8 @@ def _accepts(config: Any, arg: str) -> bool:
         model_cls = MODEL_MAPPING[type(config)]
     except KeyError:
         return False
-    return arg in inspect.signature(model_cls.__init__).parameters
+    init = model_cls.__init__  # type: ignore[misc]  # transformers hints a tuple here: it is a model class
+    return arg in inspect.signature(init).parameters
 
 
 def _max_length(model: Any, tokenizer: Any) -> int | None:
@@ -156,8 +157,9 @@ def _max_length(model: Any, tokenizer: Any) -> int | None:
                                                                 "absolute") == "absolute":
         offset = 0
         table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
-        if getattr(table, "padding_idx", None) is not None:  # RoBERTa numbers positions from pad+1
-            offset = table.padding_idx + 1
+        padding_idx = getattr(table, "padding_idx", None)
+        if padding_idx is not None:  # RoBERTa numbers positions from pad+1
+            offset = padding_idx + 1
         limits.append(positions - offset)
     return min(limits) if limits else None
 

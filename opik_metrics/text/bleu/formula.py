@@ -69,9 +69,10 @@ class BLEUFormula:
             method = self._method
             mteval = 1.0
             for n in range(max_order):
-                c = correct[n]
-                t = total[n]
+                c: float = correct[n]
+                t: float = total[n]
                 if add_k and n:
+                    assert k is not None
                     c += k
                     t += k
                 if t == 0:
@@ -82,6 +83,7 @@ class BLEUFormula:
                     mteval *= 2
                     percents[n] = 100.0 / (mteval * t)
                 elif method == "floor":
+                    assert k is not None
                     percents[n] = 100.0 * k / t
             # sacrebleu's 100-scale arithmetic can land an ulp above 100 (exp(log(100)) for a
             # perfect match is 100.00000000000004): clamp to the documented [0, 1].

@@ -311,7 +311,7 @@ def _banded_rows(words_h: list[str], words_r: list[str], band: _BandBound, trace
         for j in range(lo, hi):
             if j == 0:
                 cur[0] = prev[0] + 1
-                if trace:
+                if ops is not None:
                     ops[0] = _DEL
                 continue
             best = _INF
@@ -329,10 +329,10 @@ def _banded_rows(words_h: list[str], words_r: list[str], band: _BandBound, trace
                 best = cost
                 op = _INS
             cur[j] = best
-            if trace:
+            if ops is not None:
                 ops[j] = op
         prev = cur
-        if trace:
+        if ops_rows is not None and ops is not None:
             ops_rows.append(ops)
     return prev[n_r], ops_rows
 

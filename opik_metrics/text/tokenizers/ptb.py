@@ -251,7 +251,9 @@ def _longest(pattern: str, limit: str, make: Optional[Callable[[str], str]] = No
     regex, reach, needed = re.compile(pattern), re.compile(limit), re.compile(needs)
 
     def match(text: str, pos: int) -> _Match:
-        stop = reach.match(text, pos).end()
+        reached = reach.match(text, pos)
+        assert reached is not None
+        stop = reached.end()
         if not needed.search(text, pos, stop):
             return None
         for end in range(stop, pos, -1):
@@ -280,7 +282,9 @@ def _longest_of(patterns: list, make: Optional[Callable[[str], str]] = None) -> 
     assert regex.groups == len(patterns)
 
     def match(text: str, pos: int) -> _Match:
-        end = max(regex.match(text, pos).regs[1:])[1]     # the spans start at pos, or are (-1, -1)
+        m = regex.match(text, pos)
+        assert m is not None
+        end = max(m.regs[1:])[1]     # the spans start at pos, or are (-1, -1)
         if end < 0:
             return None
         tok = text[pos:end]
@@ -327,7 +331,9 @@ class _RunEnd:
         last_text, lo, hi = self._last
         if last_text is text and lo <= pos < hi:
             return hi
-        hi = self._match(text, pos).end()
+        m = self._match(text, pos)
+        assert m is not None
+        hi = m.end()
         self._last = (text, pos, hi)
         return hi
 
@@ -510,7 +516,9 @@ def _email(text: str, pos: int) -> _Match:
     i = bisect_left(ats, stop) - 1
     if i < 0 or ats[i] < start:
         return None
-    end = _EMAIL_DOMAIN_RE.match(text, ats[i] + 1).end()
+    domain = _EMAIL_DOMAIN_RE.match(text, ats[i] + 1)
+    assert domain is not None
+    end = domain.end()
     return end, text[pos:end], end
 
 
@@ -573,7 +581,9 @@ _SPLET_RE = re.compile(_SPLET)
 def _filename(text: str, pos: int) -> _Match:
     amp = text.rfind("&", max(0, pos - 7), pos)                 # inside an entity?
     if amp >= 0 and (m := _SPLET_RE.match(text, amp)) is not None and m.end() > pos:
-        run = _DOTTED_RUN_RE.match(text, pos).end()
+        dotted = _DOTTED_RUN_RE.match(text, pos)
+        assert dotted is not None
+        run = dotted.end()
     else:
         run = _DOTTED_RUN_END(text, pos)
     if run - pos <= _SHORT_RUN:
@@ -815,7 +825,8 @@ def _java_lower(token: str) -> str:
     underscore, period or quote followed by a letter (Python's rule stops at the dash)."""
     if "\u03A3" not in token:
         return token.lower()
-    word, current, n = [], 0, len(token)
+    word: list[int] = []
+    current, n = 0, len(token)
     for i, ch in enumerate(token):
         inner = (ch.isalnum() or unicodedata.category(ch)[0] == "M" or unicodedata.category(ch) == "Cf") \
             and not _NOT_IN_JAVA_WORDS.match(ch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from sacrebleu.metrics.bleu import BLEU as _SacreBLEU
+from sacrebleu.tokenizers.tokenizer_base import BaseTokenizer
 
 from opik_metrics.text.tokenizers.tokenizer_13a import tokenize_13a
 
@@ -15,10 +16,10 @@ TOKENIZER_NAMES: tuple[str, ...] = tuple(_SacreBLEU.TOKENIZERS)
 # exactly one space, so str.split(" ") (faster) gives the same tokens as str.split().
 _SINGLE_SPACED = frozenset({"13a", "intl", "zh"})
 
-_INSTANCES: dict[str, Callable[[str], str]] = {}
+_INSTANCES: dict[str, BaseTokenizer] = {}
 
 
-def get_tokenizer(name: str) -> Callable[[str], str]:
+def get_tokenizer(name: str) -> BaseTokenizer:
     """Return sacrebleu's tokenizer called ``name`` (one instance per name, so its cache is shared).
 
     Raises ValueError for a name sacrebleu does not know; sacrebleu's own error when an optional

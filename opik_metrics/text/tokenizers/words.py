@@ -54,10 +54,10 @@ def _char_ranges(chars: Iterable[int]) -> str:
         if prev is not None and cp == prev + 1:
             prev = cp
             continue
-        if start is not None:
+        if start is not None and prev is not None:
             parts.append(_range_text(start, prev))
         start = prev = cp
-    if start is not None:
+    if start is not None and prev is not None:
         parts.append(_range_text(start, prev))
     return "".join(parts)
 
