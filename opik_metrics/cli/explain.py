@@ -7,14 +7,14 @@ from typing import Any
 
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.core.table import format_table
+from opik_metrics.metrics.catalog import metric_card
 
 
 def add_bertscore_options(group: Any) -> None:
-    group.add_argument("--bertscore-model", help="hub id, local path or packaged:minilm "
-                       "(default: bert_score's model for --lang, roberta-large for English)")
-    group.add_argument("--num-layers", type=int, help="layer whose embeddings are used (default: bert_score's table)")
-    group.add_argument("--lang", default="en")
-    group.add_argument("--device", help="cpu, cuda, ... (default: GPU when present)")
+    """BERTScore's model options, as its card declares them for ``score``."""
+    for option in metric_card("bertscore").options:
+        if option.argument in ("model", "num_layers", "lang", "device"):
+            group.add_argument(option.flag, **option.argparse_settings())
 
 
 def _check_explain_arguments(args: argparse.Namespace) -> None:

@@ -5,43 +5,35 @@ import argparse
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.metrics.catalog import MetricRecipe, metric_spec
+from opik_metrics.metrics.card import OptionsError
+from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_classes
+
+
+def add_metric_options(parser: argparse.ArgumentParser) -> None:
+    """Every catalog metric's options, one group a metric (an option two metrics share, once)."""
+    added: set[str] = set()
+    for card in map(metric_card, metric_classes()):
+        fresh = [o for o in card.options if o.flag not in added]
+        if not fresh:
+            continue
+        group = parser.add_argument_group(card.group or f"{card.name} options")
+        for option in fresh:
+            group.add_argument(option.flag, **option.argparse_settings())
+            added.add(option.flag)
 
 
 def metric_kwargs(name: str, args: argparse.Namespace,
-                   references: list[list[str]] | None = None) -> dict[str, Any]:
+                  references: list[list[str]] | None = None) -> dict[str, Any]:
     """Constructor arguments of catalog metric ``name`` from the command's options."""
-    if name == "rouge":
-        kw: dict[str, Any] = {"use_stemmer": args.use_stemmer, "tokenizer": args.rouge_tokenizer,
-                              "remove_stopwords": args.remove_stopwords, "rouge155": args.rouge155}
-        if args.rouge_type:
-            kw["rouge_types"] = tuple(args.rouge_type)
-        return kw
-    if name == "bleu":
-        return {"tokenize": args.bleu_tokenize, "lowercase": args.lowercase,
-                "smooth_method": args.smooth_method}
-    if name == "chrf":
-        return {"word_order": args.chrf_word_order, "char_order": args.chrf_char_order, "beta": args.chrf_beta,
-                "lowercase": args.lowercase, "whitespace": args.chrf_whitespace,
-                "eps_smoothing": args.chrf_eps_smoothing}
-    if name == "ter":
-        return {"normalized": args.ter_normalized, "no_punct": args.ter_no_punct,
-                "asian_support": args.ter_asian_support, "case_sensitive": args.ter_case_sensitive}
-    if name == "bertscore":
-        return {"model": args.bertscore_model, "num_layers": args.num_layers, "lang": args.lang,
-                "idf": args.idf, "idf_references": references if args.idf else None,
-                "rescale_with_baseline": args.rescale_with_baseline or args.baseline_path is not None,
-                "baseline_path": args.baseline_path, "batch_size": args.batch_size, "device": args.device}
-    if name in ("cider", "coco"):      # document frequencies from every reference of the input
-        return {"tokenize": args.caption_tokenize, "df_references": references}
-    if name == "perplexity":
-        return {"model": args.perplexity_model, "stride": args.stride}
-    if name == "distillation_kl":
-        if not (args.teacher and args.student):
-            raise CLIError("--metric distillation_kl needs --teacher and --student")
-        return {"teacher": args.teacher, "student": args.student, "temperature": args.temperature,
-                "top_k": args.top_k}
-    return {}
+    try:
+        return metric_card(name).arguments(vars(args), references)
+    except OptionsError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def wants_every_reference(names: Sequence[str], args: argparse.Namespace) -> bool:
+    """Whether any of the named metrics is built with every reference of the input (read first)."""
+    return any(metric_card(name).wants_every_reference(vars(args)) for name in names)
 
 
 def build_metrics(names: Sequence[str], args: argparse.Namespace,
@@ -53,9 +45,9 @@ def build_metrics(names: Sequence[str], args: argparse.Namespace,
 def metric_recipe(names: Sequence[str], args: argparse.Namespace,
                   references: list[list[str]] | None = None, **common: Any) -> MetricRecipe:
     """How to build the named catalog metrics from the options, in this process or a worker."""
-    specs = [metric_spec(n) for n in names]
-    return MetricRecipe.of([(spec.name, {**common, **metric_kwargs(spec.name, args, references)})
-                            for spec in specs])
+    cards = [metric_card(n) for n in names]
+    return MetricRecipe.of([(card.name, {**common, **metric_kwargs(card.name, args, references)})
+                            for card in cards])
 
 
 def add_store_argument(parser: argparse._ActionsContainer) -> None:  # a parser or an argument group: their base

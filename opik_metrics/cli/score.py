@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.explain import add_bertscore_options
-from opik_metrics.cli.options import build_metrics
+from opik_metrics.cli.options import add_metric_options, build_metrics
 from opik_metrics.core.table import format_table
-from opik_metrics.metrics.catalog import METRICS, metric_spec
+from opik_metrics.metrics.catalog import metric_card, metric_classes
 
 
 def read_text_file(path: str, what: str) -> str:
@@ -74,14 +73,14 @@ def cmd_score(args: argparse.Namespace) -> int:
         given.append("--engine")
     if given:
         raise CLIError(f"{', '.join(given)} go with --input records")
-    needs_image = [n for n in args.metric or [] if metric_spec(n).needs_image]
+    needs_image = [n for n in args.metric or [] if metric_card(n).needs_image]
     if needs_image:
         raise CLIError(f"{', '.join(needs_image)} scores images: give --input records with an image field")
     from opik_metrics.experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
     names = args.metric or ["rouge", "bleu"]
-    needing = [spec.name for spec in map(metric_spec, names) if spec.needs_reference]
+    needing = [card.name for card in map(metric_card, names) if card.needs_reference]
     if needing and not args.references:
         raise CLIError(f"{', '.join(needing)} need --references")
     references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
@@ -141,52 +140,11 @@ def register(sub: Any) -> None:
     g.add_argument("--references", "-r", action="append",
                    help="file of references, one a line; repeat for several references per item "
                    "(needed by reference-based metrics)")
-    score.add_argument("--metric", "-m", action="append", choices=sorted(METRICS),
+    score.add_argument("--metric", "-m", action="append", choices=list(metric_classes()),
                        help="metric to compute (repeatable; default: rouge and bleu; clipscore scores the "
                        "records' images)")
     score.add_argument("--format", choices=["table", "json"], default="table")
     score.add_argument("--items", action="store_true", help="also print a per-item table")
     score.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    g = score.add_argument_group("ROUGE options")
-    g.add_argument("--rouge-type", action="append", help="rouge1..rouge9, rougeL, rougeLsum, rougeW, "
-                   "rougeS4, rougeSU4, rougeS, rougeSU (repeatable; default rouge1 rouge2 rougeL)")
-    g.add_argument("--use-stemmer", action="store_true", help="Porter stemming, as rouge-score")
-    g.add_argument("--remove-stopwords", action="store_true", help="remove ROUGE-1.5.5's SMART stopwords (-s)")
-    g.add_argument("--rouge155", action="store_true", help="the ROUGE-1.5.5 perl script's numbers (its tokens, "
-                   "W and SU, sentences on lines, 5-decimal rounding) instead of rouge-score's and Lin (2004)'s")
-    g.add_argument("--rouge-tokenizer", choices=["default", "unicode"], default="default")
-    g = score.add_argument_group("BLEU options")
-    g.add_argument("--bleu-tokenize", default="13a", help="13a (default), intl, char, zh, none")
-    g.add_argument("--lowercase", action="store_true")
-    g.add_argument("--smooth-method", default="exp", choices=["exp", "floor", "add-k", "none"])
-    g = score.add_argument_group("chrF options (sacrebleu's; --lowercase applies too)")
-    g.add_argument("--chrf-word-order", type=int, default=0, help="word n-gram order: 0 chrF (default), 2 chrF++")
-    g.add_argument("--chrf-char-order", type=int, default=6, help="character n-gram order (default 6)")
-    g.add_argument("--chrf-beta", type=float, default=2, help="recall weight of the F-score (default 2)")
-    g.add_argument("--chrf-whitespace", action="store_true", help="keep whitespace in character n-grams")
-    g.add_argument("--chrf-eps-smoothing", action="store_true", help="chrF++.py's epsilon smoothing")
-    g = score.add_argument_group("TER options (sacrebleu's)")
-    g.add_argument("--ter-normalized", action="store_true", help="tercom's normalisation (-N)")
-    g.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
-    g.add_argument("--ter-asian-support", action="store_true", help="Asian character handling (with normalisation)")
-    g.add_argument("--ter-case-sensitive", action="store_true", help="do not lowercase")
-    g = score.add_argument_group("CIDEr-D and COCO caption options (document frequencies from all the references)")
-    g.add_argument("--caption-tokenize", choices=["ptb", "none"], default="ptb",
-                   help="ptb: pycocoevalcap's PTB tokenisation (default); none: text is already tokenised")
-    g = score.add_argument_group("BERTScore options")
-    add_bertscore_options(g)
-    g.add_argument("--idf", action="store_true", help="idf weights from every reference in the files")
-    g.add_argument("--rescale-with-baseline", action="store_true",
-                   help="rescale with bert_score's baseline for --lang and the model")
-    g.add_argument("--baseline-path", help="your own baseline file (LAYER,P,R,F lines); implies rescaling")
-    g.add_argument("--batch-size", type=int, default=64)
-    g = score.add_argument_group("perplexity options")
-    g.add_argument("--perplexity-model", default="packaged:smollm2",
-                   help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)")
-    g.add_argument("--stride", type=int, help="sliding-window stride for texts longer than the context")
-    g = score.add_argument_group("distillation KL options")
-    g.add_argument("--teacher", help="teacher causal LM (hub id, path or packaged:smollm2)")
-    g.add_argument("--student", help="student causal LM sharing the teacher's vocabulary")
-    g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--top-k", type=int, help="truncate to the teacher's top k tokens, renormalised")
+    add_metric_options(score)
     score.set_defaults(func=cmd_score)

@@ -8,9 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import metric_recipe
+from opik_metrics.cli.options import metric_recipe, wants_every_reference
 from opik_metrics.core.table import format_table
-from opik_metrics.metrics.catalog import metric_spec
 from opik_metrics.core.worker_pools import available_cores
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def score_records(args: argparse.Namespace) -> int:
         fields: FieldMap = parse_field_options(args.field)
         source = open_source(args.input, args.input_format)
         references = None
-        if any(metric_spec(n).fits_on_references for n in names) or ("bertscore" in names and args.idf):
+        if wants_every_reference(names, args):
             references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
         recipe = metric_recipe(names, args, references, track=False)
         engine: Engine

@@ -6,12 +6,13 @@ from summable per-item statistics; ``experiment_score`` is the same for ``opik.e
 from __future__ import annotations
 
 import abc
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
+from opik_metrics.metrics.card import MetricCard, register
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
 
@@ -39,6 +40,13 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
 
     #: Direction of the main score; every score's own direction is in ``facts``.
     higher_is_better: bool = True
+    #: Its entry in the catalog and its command-line options; a class with one registers itself.
+    card: ClassVar[MetricCard | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("card") is not None:
+            register(cls)
     signature: Signature
 
     def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:

@@ -3,13 +3,16 @@ bert_score 0.3.13's numbers, with concurrent ``score`` calls gathered into batch
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from opik_metrics.neural.bertscore.engine import BertScore, BertScoreEngine
 from opik_metrics.metrics.microbatch import MicroBatcher
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.core.inputs import require_references, require_text
+
+if TYPE_CHECKING:
+    from opik_metrics.neural.bertscore.engine import BertScore
 
 NAMES = ("BERTPrecision", "BERTRecall", "BERTF1")
 
@@ -22,6 +25,23 @@ class BERTScore(ReferenceMetric):
     prefixes them (``BERTScore(name="minilm")`` gives ``minilm_BERTF1``). The corpus score is
     the mean over items (bert_score's system score), ``corpus_BERTF1``.
     """
+
+    card = MetricCard(
+        "bertscore", "BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)", group="BERTScore options",
+        loads_model=True, every_reference="idf_references", every_reference_if="idf", options=(
+            Option("--bertscore-model", "model", help="hub id, local path or packaged:minilm "
+                   "(default: bert_score's model for --lang, roberta-large for English)"),
+            Option("--num-layers", "num_layers", kind=int,
+                   help="layer whose embeddings are used (default: bert_score's table)"),
+            Option("--lang", "lang", default="en"),
+            Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
+            Option("--idf", "idf", action="store_true", help="idf weights from every reference in the files"),
+            Option("--rescale-with-baseline", "rescale_with_baseline", action="store_true",
+                   help="rescale with bert_score's baseline for --lang and the model"),
+            Option("--baseline-path", "baseline_path", implies=(("rescale_with_baseline", True),),
+                   help="your own baseline file (LAYER,P,R,F lines); implies rescaling"),
+            Option("--batch-size", "batch_size", kind=int, default=64),
+        ))
 
     def __init__(
         self,
@@ -44,6 +64,8 @@ class BERTScore(ReferenceMetric):
         if model is not None and model_type is not None and model != model_type:
             raise ValueError(f"model={model!r} and model_type={model_type!r} disagree; "
                              "model_type is an alias of model, pass one of them")
+        # torch: only when a metric is built
+        from opik_metrics.neural.bertscore.engine import BertScoreEngine
         self.engine = BertScoreEngine(
             model=model if model is not None else model_type, num_layers=num_layers, lang=lang, idf=idf,
             idf_references=idf_references, rescale_with_baseline=rescale_with_baseline,

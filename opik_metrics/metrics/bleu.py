@@ -1,14 +1,18 @@
 """BLEU as an Opik metric: sentence BLEU per item, corpus BLEU per experiment."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
                                require_batch)
 from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metrics.shared_options import LOWERCASE
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
-from opik_metrics.text.bleu.scorer import BLEUResult, BLEUScorer, BLEUStats, bleu_from_statistics, statistics_fields
+
+if TYPE_CHECKING:
+    from opik_metrics.text.bleu.scorer import BLEUResult, BLEUStats
 
 
 class BLEU(SacrebleuFamilyMetric):
@@ -25,6 +29,13 @@ class BLEU(SacrebleuFamilyMetric):
         'bleu'
     """
 
+    card = MetricCard(
+        "bleu", "sentence BLEU per item, corpus BLEU in the aggregate", group="BLEU options", options=(
+            Option("--bleu-tokenize", "tokenize", default="13a", help="13a (default), intl, char, zh, none"),
+            LOWERCASE,
+            Option("--smooth-method", "smooth_method", default="exp", choices=("exp", "floor", "add-k", "none")),
+        ))
+
     def __init__(
         self,
         tokenize: str = "13a",
@@ -40,6 +51,8 @@ class BLEU(SacrebleuFamilyMetric):
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
+        # sacrebleu: only when a metric is built
+        from opik_metrics.text.bleu.scorer import BLEUScorer
         common: dict[str, Any] = dict(tokenize=tokenize, lowercase=lowercase, smooth_value=smooth_value,
                       max_ngram_order=max_ngram_order, weights=weights)
         self._sentence = BLEUScorer(smooth_method=smooth_method, effective_order=effective_order, **common)
@@ -52,6 +65,7 @@ class BLEU(SacrebleuFamilyMetric):
         return [ScoreFacts(self.name, higher_is_better=True, bounds=(0.0, 1.0))]
 
     def _corpus_facts(self) -> CorpusFacts:
+        from opik_metrics.text.bleu.scorer import bleu_from_statistics, statistics_fields
         c = self._corpus
         return corpus_facts(f"corpus_{self.name}", self.name, statistics_fields(c.max_ngram_order),
                             bleu_from_statistics,
@@ -64,6 +78,7 @@ class BLEU(SacrebleuFamilyMetric):
         return (self._sentence if sentence else self._corpus).signature(sentence=sentence, nrefs=nrefs)
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        from opik_metrics.text.bleu.scorer import BLEUStats
         results = []
         for output, refs in zip(outputs, references):
             res = self._sentence.sentence_score(output, refs)
@@ -74,6 +89,7 @@ class BLEU(SacrebleuFamilyMetric):
 
     def from_statistics(self, total: Statistics) -> ScoreResult:
         """Corpus BLEU from summed statistics, with sacrebleu's corpus options and signature."""
+        from opik_metrics.text.bleu.scorer import BLEUStats
         stats = BLEUStats.from_list(total.values, self._corpus.max_ngram_order)
         res = self._corpus.compute(stats, sentence=False)
         reason = None if res.sys_len else "every output is empty: corpus BLEU is 0 by definition"

@@ -1,80 +1,76 @@
-"""The metrics the CLI and pipelines can build by name, with the options each one takes."""
+"""The catalog: every metric class that has a ``card``, by its card's name. The command line and the
+pipelines build metrics from it; a metric module enters it by being imported (``discover`` imports
+every module of ``opik_metrics.metrics``, which stay light: engines are imported when a metric is built)."""
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+from opik_metrics.metrics.card import MetricCard, registered
+
+_discovered = False
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """How to build one metric by name; ``options`` maps CLI option names to constructor kwargs."""
+def discover() -> None:
+    """Import every module of the package once, so that each metric class registers itself."""
+    global _discovered
+    if not _discovered:
+        import opik_metrics.metrics as package
 
-    name: str
-    target: str                      # "module:Class"
-    needs_reference: bool = True
-    summary: str = ""
-    needs_image: bool = False        # scores images too (the caption pipeline gives them; text files do not)
-    loads_model: bool = False        # model-backed: a worker should build it once and keep it
-    fits_on_references: bool = False  # its item scores need every reference of the set first (a corpus context)
-
-    def build(self, **kwargs: Any):
-        module, cls = self.target.split(":")
-        factory: Callable[..., Any] = getattr(importlib.import_module(module), cls)
-        return factory(**kwargs)
+        for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
+        _discovered = True
 
 
-METRICS: dict[str, MetricSpec] = {
-    "rouge": MetricSpec("rouge", "opik_metrics.metrics.rouge:ROUGE",
-                        summary="ROUGE-N/L/Lsum/W/S/SU precision, recall, F"),
-    "bleu": MetricSpec("bleu", "opik_metrics.metrics.bleu:BLEU",
-                       summary="sentence BLEU per item, corpus BLEU in the aggregate"),
-    "chrf": MetricSpec("chrf", "opik_metrics.metrics.chrf:CHRF",
-                       summary="sentence chrF (chrF++ with --chrf-word-order 2) per item, corpus chrF in the aggregate"),
-    "ter": MetricSpec("ter", "opik_metrics.metrics.ter:TER",
-                      summary="sentence TER per item (lower is better), corpus TER in the aggregate"),
-    "bertscore": MetricSpec("bertscore", "opik_metrics.metrics.bertscore:BERTScore", loads_model=True,
-                            summary="BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)"),
-    "cider": MetricSpec("cider", "opik_metrics.metrics.cider:CIDEr", fits_on_references=True,
-                        summary="CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)"),
-    "coco": MetricSpec("coco", "opik_metrics.metrics.coco:COCOCaption", fits_on_references=True,
-                       summary="COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)"),
-    "clipscore": MetricSpec("clipscore", "opik_metrics.metrics.clipscore:CLIPScore", needs_reference=False,
-                            needs_image=True, loads_model=True,
-                            summary="CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers"),
-    "perplexity": MetricSpec("perplexity", "opik_metrics.metrics.perplexity:Perplexity", needs_reference=False,
-                             loads_model=True,
-                             summary="perplexity of a causal LM per item, token-weighted corpus perplexity"),
-    "distillation_kl": MetricSpec("distillation_kl", "opik_metrics.metrics.distillation:DistillationKL",
-                                  needs_reference=False, loads_model=True,
-                                  summary="per-token KL(teacher_T || student_T) of two causal LMs"),
-}
+def metric_classes() -> dict[str, type]:
+    """Every metric of the catalog, by name, in name order."""
+    discover()
+    return dict(sorted(registered().items()))
 
 
-def metric_spec(name: str) -> MetricSpec:
-    """Look a metric up by name; a clear error lists the known names."""
-    key = name.lower()
-    if key not in METRICS:
-        raise ValueError(f"unknown metric {name!r}; choose from: {', '.join(sorted(METRICS))}")
-    return METRICS[key]
+def metric_class(name: str) -> type:
+    """The metric class called ``name``; a clear error lists the known names."""
+    classes = metric_classes()
+    key = name.lower() if isinstance(name, str) else name
+    if key not in classes:
+        raise ValueError(f"unknown metric {name!r}; choose from: {', '.join(classes)}")
+    return classes[key]
+
+
+def metric_card(name: str) -> MetricCard:
+    """The card of the metric called ``name``."""
+    card: MetricCard = vars(metric_class(name))["card"]     # registered classes declare their own
+    return card
+
+
+def build_metric(name: str, **kwargs: Any) -> Any:
+    """The metric called ``name``, built with ``kwargs``."""
+    return metric_class(name)(**kwargs)
 
 
 @dataclass(frozen=True)
 class MetricRecipe:
-    """How to build named catalog metrics, picklable: another process (a Ray worker) calls it to
-    build the same metrics there."""
+    """How to build catalog metrics, picklable: another process (a worker, a Ray actor) calls it to
+    build the same metrics there, importing each class by its module and name."""
 
-    named: tuple[tuple[str, Mapping[str, Any]], ...]
+    named: tuple[tuple[str, str, Mapping[str, Any]], ...]       # (name, "module:qualname", kwargs)
+    loads_model: bool = False
 
     @classmethod
     def of(cls, named: Sequence[tuple[str, Mapping[str, Any]]]) -> "MetricRecipe":
-        for name, _ in named:
-            metric_spec(name)
-        return cls(tuple((name, dict(kwargs)) for name, kwargs in named))
-
-    @property
-    def loads_model(self) -> bool:
-        return any(metric_spec(name).loads_model for name, _ in self.named)
+        classes = [(name, metric_class(name), dict(kwargs)) for name, kwargs in named]
+        return cls(tuple((name, f"{c.__module__}:{c.__qualname__}", kwargs) for name, c, kwargs in classes),
+                   loads_model=any(metric_card(name).loads_model for name, _, _ in classes))
 
     def __call__(self) -> list[Any]:
-        return [metric_spec(name).build(**kwargs) for name, kwargs in self.named]
+        return [_imported(target)(**kwargs) for _, target, kwargs in self.named]
+
+
+def _imported(target: str) -> Any:
+    module, _, qualname = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found

@@ -1,12 +1,16 @@
 """chrF / chrF++ as an Opik metric: sentence chrF per item, corpus chrF per experiment."""
 from __future__ import annotations
 
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
 from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metrics.shared_options import LOWERCASE
 from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
-from opik_metrics.text.chrf import CHRFResult, CHRFScorer, chrf_from_statistics, statistics_fields
+
+if TYPE_CHECKING:
+    from opik_metrics.text.chrf import CHRFResult
 
 
 class CHRF(SacrebleuFamilyMetric):
@@ -37,6 +41,18 @@ class CHRF(SacrebleuFamilyMetric):
         ('chrf', 0.7208)
     """
 
+    card = MetricCard(
+        "chrf", "sentence chrF (chrF++ with --chrf-word-order 2) per item, corpus chrF in the aggregate",
+        group="chrF options (sacrebleu's; --lowercase applies too)", options=(
+            Option("--chrf-word-order", "word_order", kind=int, default=0,
+                   help="word n-gram order: 0 chrF (default), 2 chrF++"),
+            Option("--chrf-char-order", "char_order", kind=int, default=6, help="character n-gram order (default 6)"),
+            Option("--chrf-beta", "beta", kind=float, default=2, help="recall weight of the F-score (default 2)"),
+            LOWERCASE,
+            Option("--chrf-whitespace", "whitespace", action="store_true", help="keep whitespace in character n-grams"),
+            Option("--chrf-eps-smoothing", "eps_smoothing", action="store_true", help="chrF++.py's epsilon smoothing"),
+        ))
+
     def __init__(
         self,
         word_order: int = 0,
@@ -49,6 +65,8 @@ class CHRF(SacrebleuFamilyMetric):
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
+        # numpy, sacrebleu: only when a metric is built
+        from opik_metrics.text.chrf import CHRFScorer
         self._scorer = CHRFScorer(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
                                   whitespace=whitespace, eps_smoothing=eps_smoothing)
         self.signature = self._scorer.signature(nrefs=None)
@@ -58,6 +76,7 @@ class CHRF(SacrebleuFamilyMetric):
         return [ScoreFacts(self.name, higher_is_better=True, bounds=(0.0, 1.0))]
 
     def _corpus_facts(self) -> CorpusFacts:
+        from opik_metrics.text.chrf import chrf_from_statistics, statistics_fields
         s = self._scorer
         return corpus_facts(f"corpus_{self.name}", self.name, statistics_fields(s.char_order, s.word_order),
                             chrf_from_statistics,

@@ -2,12 +2,16 @@
 with document frequencies fitted on the references of the whole set (a corpus context)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.card import MetricCard
+from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
 from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
-from opik_metrics.text.cider import MAX_VALUE, CiderD, CiderItem
+
+if TYPE_CHECKING:
+    from opik_metrics.text.cider import CiderD, CiderItem
 
 
 class CIDEr(DocumentFrequencyMetric):
@@ -37,16 +41,25 @@ class CIDEr(DocumentFrequencyMetric):
         6.2417
     """
 
+    card = MetricCard(
+        "cider", "CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)",
+        group="CIDEr-D and COCO caption options (document frequencies from all the references)",
+        options=(CAPTION_TOKENIZE,), every_reference="df_references")
+
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, n: int = 4,
                  sigma: float = 6.0, tokenize: str = "ptb", name: str = "cider", track: bool = True,
                  project_name: str | None = None) -> None:
+        # numpy: only when a metric is built
+        from opik_metrics.text.cider import CiderD
         self.engine: CiderD = CiderD(n=n, sigma=sigma, tokenize=tokenize)
         super().__init__(df_references, name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
+        from opik_metrics.text.cider import MAX_VALUE
         return [ScoreFacts(self.name, bounds=(0.0, MAX_VALUE))]
 
     def _corpus_facts(self) -> CorpusFacts:
+        from opik_metrics.text.cider import MAX_VALUE
         return corpus_facts(f"corpus_{self.name}", self.name, [self.name, "items"], mean_formula, {"field": 0},
                             bounds=(0.0, MAX_VALUE))
 

@@ -4,16 +4,18 @@ concurrent ``score`` calls gathered into batched passes.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts, mean_formula,
                                require_batch, require_references, require_text)
-from opik_metrics.images import check_image_input
 from opik_metrics.metrics.base import PackMetric, ScoreResult
+from opik_metrics.metrics.card import MetricCard
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.microbatch import MicroBatcher
 from opik_metrics.metrics.opik_results import scoring_inputs
-from opik_metrics.neural.clip import ClipScore, ClipScoreEngine, ref_clip_s_bound
+
+if TYPE_CHECKING:
+    from opik_metrics.neural.clip import ClipScore
 
 _MISSING_IMAGE = ("field 'image': missing. CLIPScore scores an output against its image: map the dataset "
                   "field that holds the image (a path, URL, bytes or PIL image) to 'image', e.g. "
@@ -66,6 +68,10 @@ class CLIPScore(PackMetric):
         ...               scoring_key_mapping={"image": "image_url"})
     """
 
+    card = MetricCard(
+        "clipscore", "CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers",
+        needs_reference=False, needs_image=True, loads_model=True)
+
     #: ``score_batch`` keyword arguments the experiment runner fills from the scoring inputs.
     batch_fields = {"images": "image"}
 
@@ -82,6 +88,8 @@ class CLIPScore(PackMetric):
         project_name: str | None = None,
         max_wait_ms: float = 5.0,
     ) -> None:
+        # torch: only when a metric is built
+        from opik_metrics.neural.clip import ClipScoreEngine
         self.engine = ClipScoreEngine(model=model, prompt=prompt, weight=weight, batch_size=batch_size,
                                       device=device, dtype=dtype)
         self.signature = self.engine.signature
@@ -94,6 +102,7 @@ class CLIPScore(PackMetric):
 
     # -- facts -------------------------------------------------------------------------------
     def _score_facts(self) -> list[ScoreFacts]:
+        from opik_metrics.neural.clip import ref_clip_s_bound
         w = self.engine.weight
         return [ScoreFacts(self._scored_name("clip_score"), bounds=(0.0, w)),
                 ScoreFacts(self._scored_name("ref_clip_score"), bounds=(0.0, ref_clip_s_bound(w)))]
@@ -108,6 +117,7 @@ class CLIPScore(PackMetric):
               **ignored_kwargs: Any) -> list[ScoreResult]:
         """Score one output against its image (and reference(s), if given); concurrent calls
         share forward passes."""
+        from opik_metrics.images import check_image_input
         out = require_text(output, "output")
         if image is None:
             raise MetricInputError(_MISSING_IMAGE)

@@ -2,16 +2,23 @@
 its own keys, per item and for the corpus, with no Java."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts
 from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.card import MetricCard
+from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
 from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
-from opik_metrics.text.cider import MAX_VALUE
-from opik_metrics.text.coco import FIELDS, KEYS, CocoItem, CocoSuite, coco_from_statistics
+
+if TYPE_CHECKING:
+    from opik_metrics.text.coco import CocoItem, CocoSuite
 
 CARRIER = "Bleu_4"        # the item result that holds the suite's statistics
-_BOUNDS = {"CIDEr": (0.0, MAX_VALUE)}
+
+
+def _bounds(key: str) -> tuple[float, float]:
+    from opik_metrics.text.cider import MAX_VALUE
+    return (0.0, MAX_VALUE) if key == "CIDEr" else (0.0, 1.0)
 
 
 class COCOCaption(DocumentFrequencyMetric):
@@ -33,26 +40,34 @@ class COCOCaption(DocumentFrequencyMetric):
         ['Bleu_1', 'Bleu_2', 'Bleu_3', 'Bleu_4', 'CIDEr', 'ROUGE_L']
     """
 
+    card = MetricCard(
+        "coco", "COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)",
+        options=(CAPTION_TOKENIZE,), every_reference="df_references")
+
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
                  name: str = "coco", track: bool = True, project_name: str | None = None) -> None:
+        # numpy: only when a metric is built
+        from opik_metrics.text.coco import KEYS, CocoSuite
         self.engine: CocoSuite = CocoSuite(tokenize=tokenize)
         super().__init__(df_references, name=name, track=track, project_name=project_name)
         self._names = {key: self._scored_name(key) for key in KEYS}
 
     def _score_facts(self) -> list[ScoreFacts]:
         order = ("CIDEr", "Bleu_4", "Bleu_1", "Bleu_2", "Bleu_3", "ROUGE_L")
-        return [ScoreFacts(self._scored_name(k), bounds=_BOUNDS.get(k, (0.0, 1.0))) for k in order]
+        return [ScoreFacts(self._scored_name(k), bounds=_bounds(k)) for k in order]
 
     def _corpus_facts(self) -> CorpusFacts:
         return self._corpus_of(CARRIER)
 
     def _more_corpus_facts(self) -> list[CorpusFacts]:
         """corpus Bleu_1..3 from the summed counts (scores of their own); ROUGE_L and CIDEr are means."""
+        from opik_metrics.text.coco import KEYS
         return [self._corpus_of(key) for key in KEYS if key != CARRIER]
 
     def _corpus_of(self, key: str) -> CorpusFacts:
+        from opik_metrics.text.coco import FIELDS, coco_from_statistics
         return corpus_facts(f"corpus_{self._scored_name(key)}", self._scored_name(CARRIER), FIELDS,
-                            coco_from_statistics, {"key": key}, bounds=_BOUNDS.get(key, (0.0, 1.0)),
+                            coco_from_statistics, {"key": key}, bounds=_bounds(key),
                             is_mean=not key.startswith("Bleu_"))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
@@ -69,6 +84,7 @@ class COCOCaption(DocumentFrequencyMetric):
 
     def from_statistics(self, total: Statistics) -> list[ScoreResult]:  # type: ignore[override]
         """Every corpus value from summed statistics, one ScoreResult per key (``corpus_<key>``)."""
+        from opik_metrics.text.coco import FIELDS, KEYS, coco_from_statistics
         if total.fields != FIELDS:
             raise MetricInputError(f"{self.name}: statistics of fields {total.fields} are not this metric's")
         metadata = {"statistics": list(total.values), "signature": self.signature}
@@ -87,4 +103,5 @@ class COCOCaption(DocumentFrequencyMetric):
 
     def coco_eval(self, outputs: Sequence[str], references: Sequence[Any]) -> dict[str, float]:
         """``{key: value}`` as ``COCOEvalCap.eval`` holds it (METEOR and SPICE left out)."""
+        from opik_metrics.text.coco import KEYS
         return {key: r.value for key, r in zip(KEYS, self.corpus_score(outputs, references))}

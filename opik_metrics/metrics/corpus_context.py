@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from opik_metrics.core import MetricInputError, Signature, Statistics
 from opik_metrics.core.inputs import require_references
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.text.cider import DocumentFrequency
+
+if TYPE_CHECKING:
+    from opik_metrics.text.cider import DocumentFrequency
 
 
 class CorpusEngine(Protocol):

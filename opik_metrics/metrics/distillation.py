@@ -3,13 +3,16 @@ distributions are from its teacher's on a text (not Opik's bag-of-words ``KLDive
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
-from opik_metrics.neural.lm.kl import DistillationKLScorer, TextKL
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.neural.lm.formulas import KL_FIELDS, kl_from_statistics
+
+if TYPE_CHECKING:
+    from opik_metrics.neural.models.causal_lm import CausalLM
+    from opik_metrics.neural.lm.kl import TextKL
 
 REDUCTIONS = ("mean", "sum")
 
@@ -23,6 +26,15 @@ class DistillationKL(ReferenceFreeMetric):
     student must share a tokenizer and vocabulary. Lower is better; ``corpus_<name>`` is the
     token-weighted mean (or total) over texts.
     """
+
+    card = MetricCard(
+        "distillation_kl", "per-token KL(teacher_T || student_T) of two causal LMs", group="distillation KL options",
+        needs_reference=False, loads_model=True, options=(
+            Option("--teacher", "teacher", required=True, help="teacher causal LM (hub id, path or packaged:smollm2)"),
+            Option("--student", "student", required=True, help="student causal LM sharing the teacher's vocabulary"),
+            Option("--temperature", "temperature", kind=float, default=1.0),
+            Option("--top-k", "top_k", kind=int, help="truncate to the teacher's top k tokens, renormalised"),
+        ))
 
     higher_is_better = False
 
@@ -47,6 +59,9 @@ class DistillationKL(ReferenceFreeMetric):
     ) -> None:
         if reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        # torch: only when a metric is built
+        from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+        from opik_metrics.neural.lm.kl import DistillationKLScorer
         t = teacher if isinstance(teacher, CausalLM) else load_causal_lm(teacher, device=device)
         s = student if isinstance(student, CausalLM) else load_causal_lm(student, device=device)
         self._scorer = DistillationKLScorer(t, s, temperature=temperature, top_k=top_k, reverse=reverse,

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.neural.lm.formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
-from opik_metrics.neural.lm.perplexity import PerplexityScorer, TextPerplexity
+
+if TYPE_CHECKING:
+    from opik_metrics.neural.models.causal_lm import CausalLM
+    from opik_metrics.neural.lm.perplexity import TextPerplexity
 
 
 class Perplexity(ReferenceFreeMetric):
@@ -19,6 +23,14 @@ class Perplexity(ReferenceFreeMetric):
     Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
     ``corpus_<name>`` = exp(total NLL / total tokens), not a mean of perplexities.
     """
+
+    card = MetricCard(
+        "perplexity", "perplexity of a causal LM per item, token-weighted corpus perplexity",
+        group="perplexity options", needs_reference=False, loads_model=True, options=(
+            Option("--perplexity-model", "model", default="packaged:smollm2",
+                   help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)"),
+            Option("--stride", "stride", kind=int, help="sliding-window stride for texts longer than the context"),
+        ))
 
     higher_is_better = False
 
@@ -36,6 +48,9 @@ class Perplexity(ReferenceFreeMetric):
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
+        # torch: only when a metric is built
+        from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
+        from opik_metrics.neural.lm.perplexity import PerplexityScorer
         lm = model if isinstance(model, CausalLM) else load_causal_lm(model, device=device)
         self._scorer = PerplexityScorer(lm, add_start_token=add_start_token, stride=stride,
                                         max_length=max_length, batch_size=batch_size,

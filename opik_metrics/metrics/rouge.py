@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator, Sequence
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
 from opik_metrics.metrics import positional_results
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
 from opik_metrics.metrics.shared_metadata import SharedMetadata
 from opik_metrics.text.rouge.scorer import RougeKernel, RougeScorer
@@ -47,6 +48,20 @@ class ROUGE(ReferenceMetric):
         >>> [r.value for r in m.score("police kill the gunman", "police killed the gunman")]
         [0.55556, 0.55556, 0.55556]
     """
+
+    card = MetricCard(
+        "rouge", "ROUGE-N/L/Lsum/W/S/SU precision, recall, F", group="ROUGE options", options=(
+            Option("--rouge-type", "rouge_types", action="append",
+                   help="rouge1..rouge9, rougeL, rougeLsum, rougeW, rougeS4, rougeSU4, rougeS, rougeSU "
+                        "(repeatable; default rouge1 rouge2 rougeL)"),
+            Option("--use-stemmer", "use_stemmer", action="store_true", help="Porter stemming, as rouge-score"),
+            Option("--remove-stopwords", "remove_stopwords", action="store_true",
+                   help="remove ROUGE-1.5.5's SMART stopwords (-s)"),
+            Option("--rouge155", "rouge155", action="store_true",
+                   help="the ROUGE-1.5.5 perl script's numbers (its tokens, W and SU, sentences on lines, "
+                        "5-decimal rounding) instead of rouge-score's and Lin (2004)'s"),
+            Option("--rouge-tokenizer", "tokenizer", choices=("default", "unicode"), default="default"),
+        ))
 
     def __init__(
         self,

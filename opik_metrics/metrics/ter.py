@@ -1,12 +1,15 @@
 """TER as an Opik metric: sentence TER per item, corpus TER per experiment (lower is better)."""
 from __future__ import annotations
 
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
 from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
-from opik_metrics.text.ter import STATISTICS_FIELDS, TERResult, TERScorer, ter_from_statistics
+
+if TYPE_CHECKING:
+    from opik_metrics.text.ter import TERResult
 
 
 class TER(SacrebleuFamilyMetric):
@@ -37,6 +40,16 @@ class TER(SacrebleuFamilyMetric):
         ('ter', 0.1667, 1)
     """
 
+    card = MetricCard(
+        "ter", "sentence TER per item (lower is better), corpus TER in the aggregate",
+        group="TER options (sacrebleu's)", options=(
+            Option("--ter-normalized", "normalized", action="store_true", help="tercom's normalisation (-N)"),
+            Option("--ter-no-punct", "no_punct", action="store_true", help="remove punctuation"),
+            Option("--ter-asian-support", "asian_support", action="store_true",
+                   help="Asian character handling (with normalisation)"),
+            Option("--ter-case-sensitive", "case_sensitive", action="store_true", help="do not lowercase"),
+        ))
+
     higher_is_better = False
 
     def __init__(
@@ -49,6 +62,8 @@ class TER(SacrebleuFamilyMetric):
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
+        # sacrebleu: only when a metric is built
+        from opik_metrics.text.ter import TERScorer
         self._scorer = TERScorer(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
                                  case_sensitive=case_sensitive)
         self.signature = self._scorer.signature(nrefs=None)
@@ -58,6 +73,7 @@ class TER(SacrebleuFamilyMetric):
         return [ScoreFacts(self.name, higher_is_better=False, bounds=(0.0, None))]
 
     def _corpus_facts(self) -> CorpusFacts:
+        from opik_metrics.text.ter import STATISTICS_FIELDS, ter_from_statistics
         return corpus_facts(f"corpus_{self.name}", self.name, STATISTICS_FIELDS, ter_from_statistics,
                             higher_is_better=False, bounds=(0.0, None))
 
@@ -81,6 +97,7 @@ class TER(SacrebleuFamilyMetric):
 
     def from_statistics(self, total: Statistics, nrefs: Union[int, str] = "var") -> ScoreResult:
         """Corpus TER from summed statistics, with sacrebleu's signature."""
+        from opik_metrics.text.ter import TERResult
         edits, length = total.values
         res = TERResult(self.corpus_value(total), int(edits), length)
         reason = _reason(res, "corpus TER") if not length else None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from opik_metrics.metrics.catalog import metric_spec
+from opik_metrics.metrics.catalog import build_metric, metric_class
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.runner import run_experiment
@@ -58,7 +58,7 @@ def build_metrics(names: Sequence[str], bertscore_model: str | None = None, clip
             kwargs["model"] = bertscore_model
         elif name == "clipscore" and clip_model:
             kwargs["model"] = clip_model
-        metrics.append(metric_spec(name).build(**kwargs))
+        metrics.append(build_metric(name, **kwargs))
     fit_corpus_contexts(metrics, list(references or []))
     return metrics
 
@@ -97,7 +97,7 @@ def run_captioning(
 
     check_source(tsv, hf_dataset, limit)
     for name in metrics:
-        metric_spec(name)                       # an unknown name fails before anything is read or loaded
+        metric_class(name)                      # an unknown name fails before anything is read or loaded
     chosen = choose_backend("local" if store is not None and backend == "auto" else backend)
     items, data = read_items(tsv, hf_dataset, split, hf_config, limit, sample, seed)
     if not items:

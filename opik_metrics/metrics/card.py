@@ -1,0 +1,113 @@
+"""What a metric class says about itself to the catalog and the command line: its catalog name, a
+one-line summary, the inputs it needs, and its command-line options with the constructor argument
+each one sets. A class with a ``card`` is registered when it is defined."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+
+class OptionsError(ValueError):
+    """Command-line options that cannot build the metric (one line, naming the options)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option: ``flag`` sets the constructor argument ``argument``; the rest is
+    argparse's (``kind`` is its ``type``). An option two metrics share (``--lowercase``) is
+    declared alike by both and added once."""
+
+    flag: str
+    argument: str
+    help: str | None = None
+    kind: Callable[[str], Any] | None = None
+    default: Any = None
+    choices: tuple | None = None
+    action: str | None = None
+    required: bool = False          # the metric cannot be built without it
+    implies: tuple[tuple[str, Any], ...] = ()    # more constructor arguments set when it is given
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps its value."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argparse_settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"help": self.help, "dest": self.dest}
+        if self.action is not None:
+            settings["action"] = self.action
+        if self.kind is not None:
+            settings["type"] = self.kind
+        if self.default is not None:
+            settings["default"] = self.default
+        if self.choices is not None:
+            settings["choices"] = list(self.choices)
+        return settings
+
+
+@dataclass(frozen=True)
+class MetricCard:
+    """A metric's entry in the catalog.
+
+    ``every_reference``: the constructor argument that receives every reference of the input
+    before scoring starts (CIDEr-D's document frequencies), if any; with ``every_reference_if``,
+    only when that option is given (BERTScore's ``--idf``).
+    """
+
+    name: str
+    summary: str
+    options: tuple[Option, ...] = ()
+    group: str | None = None                    # the title of its options in --help
+    needs_reference: bool = True
+    needs_image: bool = False
+    loads_model: bool = False                   # a worker should build it once and keep it
+    every_reference: str | None = None
+    every_reference_if: str | None = None
+
+    def wants_every_reference(self, values: Mapping[str, Any]) -> bool:
+        """Whether, with these option values, the metric is built with every reference of the input."""
+        return self.every_reference is not None and (
+            self.every_reference_if is None or bool(values.get(self.every_reference_if)))
+
+    def arguments(self, values: Mapping[str, Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
+        """Constructor arguments from parsed option values (by ``Option.dest``): an option left at
+        None keeps the constructor's default; a missing required one is an ``OptionsError``."""
+        missing = [o.flag for o in self.options if o.required and values.get(o.dest) is None]
+        if missing:
+            raise OptionsError(f"--metric {self.name} needs {' and '.join(missing)}")
+        kwargs: dict[str, Any] = {}
+        for option in self.options:
+            if values.get(option.dest) is not None:
+                kwargs[option.argument] = values[option.dest]
+                if values[option.dest] is not False:
+                    kwargs.update(option.implies)
+        if self.every_reference is not None and self.wants_every_reference(values):
+            kwargs[self.every_reference] = references
+        return kwargs
+
+
+_registered: dict[str, type] = {}
+
+
+def register(metric_class: type) -> None:
+    """Enter a class with a ``card`` in the catalog (``PackMetric`` does it for every subclass);
+    a second class under a name already taken replaces it only if it is the same class defined again."""
+    card: MetricCard = metric_class.__dict__["card"]
+    held = _registered.get(card.name)
+    if held is not None and _target(held) != _target(metric_class):
+        raise ValueError(f"two metrics call themselves {card.name!r}: {_target(held)} and {_target(metric_class)}")
+    _registered[card.name] = metric_class
+
+
+def _target(metric_class: type) -> str:
+    return f"{metric_class.__module__}:{metric_class.__qualname__}"
+
+
+def registered() -> dict[str, type]:
+    """Every class registered so far, by catalog name."""
+    return dict(_registered)
+
+
+def unregister(name: str) -> None:
+    """Take a metric out of the catalog (a test's toy metric, when the test ends)."""
+    _registered.pop(name, None)

@@ -1,0 +1,8 @@
+"""Command-line options that several metrics declare alike (the command line adds each once)."""
+from __future__ import annotations
+
+from opik_metrics.metrics.card import Option
+
+LOWERCASE = Option("--lowercase", "lowercase", action="store_true", help="lowercase before scoring (BLEU, chrF)")
+CAPTION_TOKENIZE = Option("--caption-tokenize", "tokenize", choices=("ptb", "none"), default="ptb",
+                          help="ptb: pycocoevalcap's PTB tokenisation (default); none: text is already tokenised")
