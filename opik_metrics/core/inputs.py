@@ -141,6 +141,27 @@ def corpus_lists(hypotheses: Any, references: Any, metric: str) -> tuple[list[st
     return hyps, [reference_list(r, metric, i) for i, r in enumerate(refs)]
 
 
+def text_batch(texts: Any, references: Any, metric: str, *, drop_none: bool = True,
+               names: tuple[str, str] = ("predictions", "references")) -> tuple[list[str], list[list[str]]]:
+    """A batch of texts and their references (``references[k]``: a str or a non-empty sequence of
+    str), refused as ``corpus_lists`` refuses it. The common case, lists of str, is checked in a
+    few passes at C speed and kept as it is; otherwise the items are checked one by one."""
+    text_name, reference_name = names
+    for value, where in ((texts, text_name), (references, reference_name)):
+        if isinstance(value, str) or value is None or not hasattr(value, "__iter__"):
+            raise TypeError(f"{where} must be a sequence, got {type(value).__name__}")
+    texts, references = as_list(texts, text_name), as_list(references, reference_name)
+    if len(texts) != len(references):
+        raise ValueError(f"{len(texts)} {text_name} but {len(references)} {reference_name}: lengths must match")
+    if not all(map(isinstance, texts, itertools.repeat(str))):
+        texts = [check_text(t, f"{text_name}[{k}]") for k, t in enumerate(texts)]
+    plain = (all(map(isinstance, references, itertools.repeat(list))) and all(references)
+             and all(map(isinstance, itertools.chain.from_iterable(references), itertools.repeat(str))))
+    if plain:
+        return texts, references
+    return texts, [reference_list(r, metric, k, drop_none=drop_none) for k, r in enumerate(references)]
+
+
 def check_bool(value: Any, option: str) -> bool:
     """A yes/no option: True or False (not 'yes', not 1.0), else ValueError naming the option."""
     if value is True or value is False:

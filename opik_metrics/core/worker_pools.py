@@ -21,6 +21,8 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Callable, Iterator
 
+from opik_metrics.core.processes import pid_alive
+
 _pool_threads: dict[int, frozenset[threading.Thread]] = {}   # by id of a pool: the threads it started here
 
 
@@ -124,15 +126,5 @@ def _leave_with(owner: int) -> None:
     parent = os.getppid()
     while True:
         time.sleep(1.0)
-        if os.getppid() != parent or not _alive(owner):
+        if os.getppid() != parent or not pid_alive(owner):
             os._exit(0)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

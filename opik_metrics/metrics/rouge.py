@@ -1,6 +1,7 @@
 """ROUGE as an Opik metric: precision, recall and F for every requested ROUGE type."""
 from __future__ import annotations
 
+from array import array
 from itertools import chain, cycle
 from typing import Any, Callable, Iterator, Sequence
 
@@ -108,9 +109,9 @@ class ROUGE(ReferenceMetric):
     def _batch_kernel(self) -> RougeKernel | None:
         return self._kernel
 
-    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: list[float]) -> list:
-        """``values``: the kernel's ``score_batch(..., flat=True)``."""
-        return self._results(outputs, references, values)
+    def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: array) -> list:
+        """``values``: the kernel's ``score_batch(..., flat=True)``, as an array."""
+        return self._results(outputs, references, values.tolist())
 
     def _results(self, outputs: list[str], references: list[list[str]],
                  flat: list[float]) -> list[list[ScoreResult]]:

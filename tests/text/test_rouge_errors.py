@@ -94,3 +94,17 @@ def test_switches_must_be_booleans(option, value):
     from opik_metrics.text.rouge import RougeScorer
     with pytest.raises(ValueError, match=f"{option} must be True or False"):
         RougeScorer(**{option: value})
+
+
+def test_score_batch_names_the_bad_entry_and_takes_every_form_of_references():
+    scorer = RougeScorer(("rouge1",))
+    with pytest.raises(TypeError, match=r"predictions\[1\] must be a str, got int"):
+        scorer.score_batch(["a", 3], ["a", "b"])
+    with pytest.raises(TypeError, match=r"references\[1\]\[0\] must be a str, got NoneType"):
+        scorer.score_batch(["a", "b"], [["a"], [None]])
+    with pytest.raises(ValueError, match=r"references\[0\] is empty"):
+        scorer.score_batch(["a"], [[]])
+    with pytest.raises(TypeError, match="predictions must be a sequence, got str"):
+        scorer.score_batch("a b", ["a b"])
+    lists = scorer.score_batch(["a b", "c"], [["a b"], ["c", "d"]])
+    assert scorer.score_batch(["a b", "c"], ["a b", ("c", "d")]) == lists       # a str, a tuple: the same

@@ -11,10 +11,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from opik_metrics.core.processes import pid_alive
 from opik_metrics.experiments.store.errors import (ExperimentLocked, ExperimentNotFound, NotAStore, StoreDamaged,
                                                    StoreError, StoreNotFound, is_damage)
 from opik_metrics.experiments.store.leases import (BUSY_SECONDS, HOST, LEASE_SECONDS, MACHINE, Heartbeat,
-                                                   LOCK_WAIT_ENV, lock_wait_seconds, pid_alive)
+                                                   LOCK_WAIT_ENV, lock_wait_seconds)
 from opik_metrics.experiments.store.records import (ExperimentInfo, StoredItem, StoredScore, config_identity, dumps,
                                                     finite, loads, read_value, storable_text, stored_value, utc_now)
 from opik_metrics.experiments.store.schema import APPLICATION, CORE_TABLES, META_TABLE, SCHEMA, SCHEMA_VERSION, \

@@ -10,17 +10,11 @@ import threading
 import time
 from pathlib import Path
 
+from opik_metrics.core.processes import read_proc
+
 LOCK_WAIT_ENV = "OPIK_METRICS_LOCK_WAIT"   # seconds a run waits for another run of the same experiment
 LEASE_SECONDS = 60.0                        # a lease not renewed for this long is free
 BUSY_SECONDS = 30.0                         # how long one statement waits for another writer's commit
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def machine_id() -> str:
@@ -30,21 +24,7 @@ def machine_id() -> str:
         namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         pass
-    return f"{socket.gethostname()}|{_read('/proc/sys/kernel/random/boot_id')}|{namespace}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` (on this machine) is running; a zombie is not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return True
-    stat = _read(f"/proc/{pid}/stat")
-    return not (stat and stat.rpartition(")")[2].split()[:1] == ["Z"])
+    return f"{socket.gethostname()}|{read_proc('/proc/sys/kernel/random/boot_id')}|{namespace}"
 
 
 HOST = socket.gethostname()

@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import pickle
+from array import array
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, overload
 
@@ -23,7 +24,7 @@ from opik_metrics.text.rouge.rouge155 import Rouge155Engine
 from opik_metrics.text.rouge.types import LCS, NGRAM, RougeType, parse_rouge_type
 from opik_metrics.text.tokenizers.rouge155 import Rouge155Tokenizer
 from opik_metrics.text.tokenizers.words import make_tokenizer
-from opik_metrics.core.inputs import check_bool, check_text, reference_list
+from opik_metrics.core.inputs import check_bool, check_text, reference_list, text_batch
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import ours as _package_version
 
@@ -118,14 +119,7 @@ class RougeScorer:
         ``rouge_types`` order, item after item: what adapters build results from, with no object
         per score. A large batch is counted on arrays (same numbers, faster).
         """
-        if isinstance(predictions, str) or isinstance(references, str):
-            raise TypeError("score_batch takes sequences: a list of predictions and one of references")
-        if len(predictions) != len(references):
-            raise ValueError(
-                f"{len(predictions)} predictions but {len(references)} references: lengths must match"
-            )
-        checked = [check_text(p, f"predictions[{k}]") for k, p in enumerate(predictions)]
-        lists = [_references(refs, k) for k, refs in enumerate(references)]
+        checked, lists = text_batch(predictions, references, "ROUGE", drop_none=False)
         values = self._flat_values(checked, lists)
         if flat:
             return values
@@ -189,7 +183,7 @@ def _references(references: Any, index: int | None = None) -> list[str]:
 
 class RougeKernel:
     """A picklable recipe of a ``RougeScorer``: what worker processes run on slices of a large batch
-    (each builds the scorer once and hands back ``score_batch(..., flat=True)``)."""
+    (each builds the scorer once and hands back ``score_batch(..., flat=True)``, as an array)."""
 
     def __init__(self, rouge_types: Sequence[str], options: Mapping[str, Any]) -> None:
         self.rouge_types, self.options = tuple(rouge_types), dict(options)
@@ -209,7 +203,8 @@ class RougeKernel:
     def __reduce__(self) -> tuple:
         return (RougeKernel, (self.rouge_types, self.options))
 
-    def __call__(self, outputs: Sequence[str], references: Sequence[list[str]]) -> list[float]:
+    def __call__(self, outputs: Sequence[str], references: Sequence[list[str]]) -> array:
+        """The slice's flat values as an ``array("d")``: it crosses the process boundary as one buffer."""
         if self._scorer is None:
             self._scorer = RougeScorer(self.rouge_types, **self.options)
-        return self._scorer.score_batch(outputs, references, flat=True)
+        return array("d", self._scorer.score_batch(outputs, references, flat=True))
