@@ -4,6 +4,7 @@ says what was kept and exits 130; a reader that stops reading (``| head``) ends 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from typing import Callable, Sequence
@@ -108,6 +109,10 @@ def interrupted_message(args: argparse.Namespace) -> str:
     return "interrupted"
 
 
+# out of disk or quota, read-only storage, too many open files: the machine's limits, not a bug
+_RESOURCE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE}
+
+
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run one sub-command: known errors become one clear line (exit 2), Ctrl-C exits 130, a
     closed stdout (``| head -1``) exits 141 without a word."""
@@ -124,3 +129,9 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
         return 130
     except user_errors() as exc:
         return fail(str(exc))
+    except OSError as exc:
+        if exc.errno not in _RESOURCE_ERRORS:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        return fail(f"{exc.strerror or exc}{where}: nothing written so far is lost; free the resource and run "
+                    "the same command again to go on where it stopped")

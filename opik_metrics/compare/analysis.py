@@ -287,9 +287,13 @@ def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRe
     higher = metric["higher_is_better"]
     significant: bool | None = result.p_value < settings.alpha
     verdict = VERDICT_SIGNIFICANT if significant else VERDICT_NOT_SIGNIFICANT
-    if len(both) < settings.min_items:
+    p_value: float | None = result.p_value
+    if len(both) == 1:             # every resample is the one pair: no spread, nothing to test
+        significant, verdict, p_value = None, VERDICT_NONE, None
+        notes.insert(0, f"only 1 paired item: no test is possible and a verdict needs at least {settings.min_items}")
+    elif len(both) < settings.min_items:
         significant, verdict = None, VERDICT_NONE
-        notes.insert(0, f"only {len(both)} paired item{'s' if len(both) != 1 else ''}: a verdict needs at least "
+        notes.insert(0, f"only {len(both)} paired items: a verdict needs at least "
                         f"{settings.min_items}; the p-value is shown for information only")
     if result.note:
         notes.insert(0, result.note)
@@ -297,7 +301,7 @@ def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRe
     if significant:
         better = system.name if (result.delta > 0) == higher else baseline.name
     entry = {**empty, "baseline": result.baseline, "system": result.system, "delta": result.delta,
-             "delta_low": result.delta_low, "delta_high": result.delta_high, "p_value": result.p_value,
+             "delta_low": result.delta_low, "delta_high": result.delta_high, "p_value": p_value,
              "significant": significant, "verdict": verdict, "better": better, "n": len(both),
              "note": "; ".join(notes) or None}
     if metric["kind"] == "mean":

@@ -2,6 +2,7 @@
 upright RGB PIL images; an image that cannot be read is an error naming the item and the image."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,6 +26,9 @@ def describe_image(image: Any) -> str:
         return f"<{len(image)} bytes>"
     text = str(image)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+_URL_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+)://")     # a URL of another scheme (file://, ftp://)
 
 
 def is_url(image: Any) -> bool:
@@ -58,6 +62,10 @@ def open_image(image: Any, *, field: str = "image", item: int | None = None, fet
             if fetched.path is None:
                 raise ValueError(fetched.error)
             return load_image(fetched.path, max_pixels, upright)
+        scheme = _URL_SCHEME.match(image) if isinstance(image, str) else None
+        if scheme:
+            raise ValueError(f"{scheme.group(1).lower()}:// URLs are not read; give an http(s) URL, a local "
+                             "path, bytes or a PIL image")
         path = Path(image).expanduser()
         if not path.is_file():
             raise ValueError("no such file" if not path.exists() else "not a file")

@@ -6,7 +6,7 @@ from summable per-item statistics; ``experiment_score`` is the same for ``opik.e
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
@@ -15,6 +15,9 @@ from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, Score
 from opik_metrics.metrics.card import MetricCard, register
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
+
+if TYPE_CHECKING:
+    from opik_metrics.metrics.parallel import Kernel
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
 
@@ -167,7 +170,8 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
 
     def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:
         """The corpus score for ``opik.evaluate(experiment_scoring_functions=[...])``: reuses the
-        item results Opik already logged (same name and signature), scores only the missing ones."""
+        item results Opik already logged (same name and signature), scores only the missing ones. A
+        test result that cannot give the metric its inputs is left out, and the reason says which."""
         if not test_results:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
         stats: list[Statistics | None] = []
@@ -178,11 +182,40 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
             except (MetricInputError, KeyError):
                 stats.append(None)
                 missing.append(k)
+        left_out: list[str] = []
         if missing:
-            outputs, references = self._experiment_inputs([test_results[k] for k in missing], missing)
-            for k, item_stats in zip(missing, self.statistics(outputs, references)):
-                stats[k] = item_stats
-        return self.from_statistics(sum(stats))  # type: ignore[arg-type]
+            kept, left_out = self._usable(test_results, missing)
+            if kept:
+                outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
+                for k, item_stats in zip(kept, self.statistics(outputs, references)):
+                    stats[k] = item_stats
+        present = [s for s in stats if s is not None]
+        if not present:
+            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
+        return self._noting(self.from_statistics(sum(present[1:], present[0])), left_out, len(test_results))
+
+    def _usable(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[int], list[str]]:
+        """The positions whose test result gives this metric its inputs, and why each other one does not."""
+        kept, left_out = [], []
+        for k in positions:
+            try:
+                self._experiment_inputs([test_results[k]], [k])
+            except MetricInputError as exc:
+                left_out.append(str(exc))
+            else:
+                kept.append(k)
+        return kept, left_out
+
+    @staticmethod
+    def _noting(made: ScoreResult | list[ScoreResult], left_out: Sequence[str],
+                total: int) -> ScoreResult | list[ScoreResult]:
+        """A corpus score whose reason says which test results were left out and why."""
+        if left_out:
+            shown = "; ".join(left_out[:3]) + ("; ..." if len(left_out) > 3 else "")
+            note = f"{len(left_out)} of {total} test results left out: {shown}"
+            for result in made if isinstance(made, list) else [made]:
+                result.reason = f"{result.reason}; {note}" if result.reason else note
+        return made
 
     def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
         outputs, references = [], []
@@ -241,7 +274,7 @@ class ReferenceMetric(PackMetric):
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         """Score validated items; one list of ScoreResults per item, in order."""
 
-    def _batch_kernel(self) -> Any:
+    def _batch_kernel(self) -> Kernel | None:
         """A picklable ``kernel(outputs, references) -> values`` that worker processes run on slices
         of a large batch (``_results_from_kernel`` turns its values into results); None: no
         kernel, the batch is scored in this process."""

@@ -82,8 +82,11 @@ class DocumentFrequencyMetric(ReferenceMetric):
             return super().experiment_score(test_results)
         if not test_results:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        outputs, references = self._experiment_inputs(test_results, range(len(test_results)))
-        return self.corpus_score(outputs, references)
+        kept, left_out = self._usable(test_results, range(len(test_results)))
+        if not kept:
+            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
+        outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
+        return self._noting(self.corpus_score(outputs, references), left_out, len(test_results))
 
     def _corpus_reason(self, total: Statistics) -> str | None:
         if self.document_frequency is None and total.values[-1] == 1:

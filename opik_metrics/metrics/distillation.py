@@ -3,6 +3,7 @@ distributions are from its teacher's on a text (not Opik's bag-of-words ``KLDive
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
@@ -94,6 +95,9 @@ class DistillationKL(ReferenceFreeMetric):
         if s.n_tokens == 0:
             reason = ("text has no token to score: KL is 0.0 by convention (an empty sum) and the "
                       "text does not count in the corpus value")
+        elif not math.isfinite(s.kl_sum):
+            reason = (f"KL is {s.kl_sum} for this text: the teacher's or the student's outputs are not finite "
+                      "(weights holding NaN or infinite values: a damaged checkpoint?)")
         return ScoreResult(name=self.name, value=kl_from_statistics((s.kl_sum, s.n_tokens), reduction=self.reduction),
                            reason=reason,
                            metadata=self._metadata(n_tokens=s.n_tokens, text_tokens=s.text_tokens, kl_sum=s.kl_sum,
@@ -110,4 +114,6 @@ class DistillationKL(ReferenceFreeMetric):
     def _corpus_reason(self, total: Statistics) -> str | None:
         if not total["n_tokens"]:
             return "no text has a token to score: corpus KL is 0.0 by convention"
+        if not math.isfinite(total["kl_sum"]):
+            return "some text's KL is not finite: the teacher's or the student's outputs hold NaN or infinite values"
         return None

@@ -22,7 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, Statistics, require_batch, require_references,
                                require_text)
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.neural.models.evaluate_loading import EvaluateModuleNotAvailable, load_evaluate_module
+from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable, EvaluateScriptError,
+                                                          load_evaluate_module)
 
 Bounds = tuple[float | None, float | None]
 
@@ -208,7 +209,7 @@ class EvaluateMetric(ReferenceMetric):
             raise MetricInputError(f"the evaluate module {self.module_name!r} returned {type(raw[key]).__name__} "
                                    f"{shown} for key {key!r} on {where}, not a number")
         reason = None if math.isfinite(value) else (
-            f"the evaluate module {self.module_name!r} returned {value} for {key!r}")
+            f"the evaluate module {self.module_name!r} returned {_shown_number(raw[key])} for {key!r}")
         return ScoreResult(name=name, value=value, reason=reason, metadata=metadata)
 
     def _probe_keys(self) -> list[str]:
@@ -218,7 +219,7 @@ class EvaluateMetric(ReferenceMetric):
             with self._lock:
                 raw = self._call([PROBE_TEXT], [reference], f"a probe item ({PROBE_TEXT!r})")
         except Exception as exc:
-            raise EvaluateModuleNotAvailable(
+            raise EvaluateScriptError(
                 f"could not learn which keys the evaluate module {self.module_name!r} returns: its compute on a "
                 f"probe item failed ({type(exc).__name__}: {exc}); pass keys=[...]") from exc
         keys = [str(k) for k, v in raw.items() if _as_number(v) is not None]
@@ -251,8 +252,11 @@ class EvaluateMetric(ReferenceMetric):
         ``compute`` over the outputs and references of every test result."""
         if not test_results:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        outputs, references = self._experiment_inputs(test_results, range(len(test_results)))
-        return self.corpus_score(outputs, references)
+        kept, left_out = self._usable(test_results, range(len(test_results)))
+        if not kept:
+            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
+        outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
+        return self._noting(self.corpus_score(outputs, references), left_out, len(test_results))
 
     def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
         raise MetricInputError(self._no_statistics())
@@ -392,10 +396,21 @@ def _as_number(value: Any) -> float | None:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return None
     if isinstance(value, numbers.Real):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:             # an int beyond a float's range: infinite, said in the reason
+            return math.inf if value > 0 else -math.inf
     if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
         return _as_number(value.item())
     return None
+
+
+def _shown_number(value: Any) -> str:
+    """A value as a reason shows it: an integer beyond a float's range by its size, not its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 1023:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1      # str() of a huge int is refused
+        return f"an integer of about {digits} digits, beyond a float's range (scored as {'-' if value < 0 else ''}inf)"
+    return str(value)
 
 
 def _jsonable(value: Any) -> Any:

@@ -14,7 +14,7 @@ import threading
 import warnings
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from opik_metrics.core.worker_pools import WorkerPool, available_cores, in_a_worker, no_other_threads
 
@@ -30,8 +30,15 @@ _pools: dict[int, WorkerPool] = {}      # by size, kept for later batches
 _pools_lock = threading.Lock()
 _kernels: dict[str, Callable] = {}
 
-__all__ = ["PARALLEL_MIN_ITEMS", "StayInProcess", "available_cores", "check_workers", "resolve_workers",
+__all__ = ["PARALLEL_MIN_ITEMS", "Kernel", "StayInProcess", "available_cores", "check_workers", "resolve_workers",
            "run_kernel", "slices"]
+
+
+class Kernel(Protocol):
+    """What worker processes run on a slice of a batch: a picklable recipe of a metric's engine whose
+    values this process turns into results (``PackMetric._results_from_kernel``)."""
+
+    def __call__(self, outputs: list[str], references: list[list[str]]) -> Any: ...
 
 
 class StayInProcess(Exception):
@@ -108,7 +115,7 @@ def slices(items: int, workers: int) -> list[tuple[int, int]]:
     return [(start, min(items, start + size)) for start in range(0, items, size)]
 
 
-def run_kernel(kernel: Callable, outputs: Sequence[str], references: Sequence[Any],
+def run_kernel(kernel: Kernel, outputs: Sequence[str], references: Sequence[Any],
                workers: int) -> Iterator[tuple[int, int, Any]]:
     """``(start, stop, values)`` for each slice, in order, as the workers finish them. Raises
     ``StayInProcess`` when processes would not help (one slice), when the kernel names code of a

@@ -87,6 +87,9 @@ class Perplexity(ReferenceFreeMetric):
                     "has no BOS), so no token is predicted: perplexity is 1.0 by convention")
         if math.isinf(s.perplexity):
             return f"mean NLL {s.mean_nll:.1f} nats overflows exp(): perplexity is infinite"
+        if math.isnan(s.perplexity):
+            return (f"the model's log-likelihoods are not numbers (NaN) for this text: its weights hold NaN or "
+                    f"infinite values (a damaged checkpoint?); {self.model_name} cannot score it")
         return None
 
     def from_statistics(self, total: Statistics) -> ScoreResult:
@@ -100,4 +103,6 @@ class Perplexity(ReferenceFreeMetric):
     def _corpus_reason(self, total: Statistics) -> str | None:
         if not total["n_tokens"]:
             return "no text has a token to score: corpus perplexity is 1.0 by convention"
+        if math.isnan(total["nll_sum"]):
+            return "some text's log-likelihoods are not numbers (NaN): the model's weights hold NaN or infinite values"
         return None

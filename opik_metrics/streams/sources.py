@@ -188,6 +188,9 @@ class JsonlSource(_TextSource):
             except json.JSONDecodeError as exc:
                 records.append(BadRecord(f"line {line_no}: not JSON ({exc.msg} at column {exc.colno})"))
                 continue
+            except RecursionError:
+                records.append(BadRecord(f"line {line_no}: JSON nested too deeply to read"))
+                continue
             records.append(value if isinstance(value, dict) else
                            BadRecord(f"line {line_no}: expected a JSON object, got {type(value).__name__}"))
         return Chunk(ref.first, records)
@@ -212,6 +215,10 @@ class CsvSource(_TextSource):
         if isinstance(text, BadRecord) or not text.strip():
             raise SourceError(f"{path}: no header row naming the columns (or it is not UTF-8)")
         self.header = next(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+        repeated = sorted({name for name in self.header if self.header.count(name) > 1})
+        if repeated:
+            raise SourceError(f"{path}: the header names {', '.join(map(repr, repeated))} more than once; "
+                              "a record could not say which column it means (rename one)")
 
     def _data_start(self) -> int:
         return self._start
@@ -290,10 +297,15 @@ class ParquetSource(Source):
 
     def chunks(self, size: int) -> Iterator[Chunk]:
         first = 0
-        for batch in self._file.iter_batches(batch_size=size, columns=self._wanted()):
-            records = batch.to_pylist()
-            yield Chunk(first, records)
-            first += len(records)
+        try:
+            for batch in self._file.iter_batches(batch_size=size, columns=self._wanted()):
+                records = batch.to_pylist()
+                yield Chunk(first, records)
+                first += len(records)
+        except Exception:  # a damaged page: the rest is read row group by row group, the damaged ones as bad rows
+            n = self.total()
+            for start in range(first, n, size):
+                yield self.read(ChunkRef(start, min(size, n - start), start, min(n, start + size)))
 
     def _wanted(self) -> list[str] | None:
         if self.columns is None:
@@ -303,14 +315,18 @@ class ParquetSource(Source):
 
     def read(self, ref: ChunkRef) -> Chunk:
         meta = self._file.metadata
-        records: list[dict[str, Any]] = []
+        records: list[dict[str, Any] | BadRecord] = []
         group_start = 0
         for g in range(meta.num_row_groups):
             rows = meta.row_group(g).num_rows
             lo, hi = max(ref.start, group_start), min(ref.stop, group_start + rows)
             if lo < hi:
-                table = self._file.read_row_group(g, columns=self._wanted())
-                records.extend(table.slice(lo - group_start, hi - lo).to_pylist())
+                try:
+                    table = self._file.read_row_group(g, columns=self._wanted())
+                    records.extend(table.slice(lo - group_start, hi - lo).to_pylist())
+                except Exception as exc:  # pyarrow's errors for a damaged page or row group vary by codec
+                    records.extend([BadRecord(f"row {k + 1}: row group {g} of the Parquet file cannot be read "
+                                              f"({type(exc).__name__}: {exc})") for k in range(lo, hi)])
             group_start += rows
             if group_start >= ref.stop:
                 break

@@ -55,7 +55,7 @@ def parse_tsv_line(line: bytes | str, row: int) -> CaptionRow | None:
         except UnicodeDecodeError as exc:
             return CaptionRow(row, "", "", f"row {row}: not UTF-8 text (byte {exc.start})")
     line = line.rstrip("\r\n")
-    if not line.strip():
+    if not line.strip() and "\t" not in line:       # a row of empty columns is a row, failed below
         return None
     fields = line.split("\t")
     if len(fields) != 2:
@@ -120,6 +120,8 @@ def _tsv_lines(source: str, timeout: float) -> Iterator[bytes]:
                 raise DatasetSourceError(f"the download of {source} broke off: {exc}") from None
         return
     path = Path(source).expanduser()
+    if path.is_dir():
+        raise DatasetSourceError(f"TSV {source} is a directory: give the TSV file (caption<TAB>url lines)")
     if not path.is_file():
         raise DatasetSourceError(f"TSV file not found: {source}")
     opener = gzip.open if path.suffix == ".gz" else open

@@ -208,3 +208,17 @@ def test_stored_text_with_a_lone_surrogate_prints(tmp_path):
                                "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.returncode == 0, done.stderr
     assert "\\ud83d" in done.stdout
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EROFS", "EMFILE"])
+def test_a_full_disk_or_another_limit_of_the_machine_is_one_line(capsys, code):
+    import errno
+
+    def writes_onto_a_full_disk(args):
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), "/data/out.parquet")
+
+    assert run_command(writes_onto_a_full_disk, None) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "(/data/out.parquet)" in err and "run the same command again" in err
+    with pytest.raises(FileNotFoundError):           # any other OSError is not ours to word
+        run_command(lambda args: open("/no/such/file"), None)

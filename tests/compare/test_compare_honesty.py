@@ -43,14 +43,14 @@ def _rows(text: str, name: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(name) and ("[" in line or "—" in line)]
 
 
-def test_one_shared_item_gives_no_verdict_but_its_p_value(tmp_path):
+def test_one_shared_item_gives_no_verdict_and_no_p_value(tmp_path):
     a = experiment("a", {"score": [0.1, 0.2, 0.3]}, failed=[1, 2])
     b = experiment("b", {"score": [0.9, 0.2, 0.3]}, failed=[2])
     comparison = compare_experiments([a, b], SETTINGS, created_at="t")
     entry = comparison["pairs"][0]["metrics"]["score"]
-    assert entry["n"] == 1 and entry["p_value"] == pytest.approx(1 / 1001)      # what used to read "b better"
+    assert entry["n"] == 1 and entry["p_value"] is None      # every resample is the one pair: nothing to test
     assert entry["significant"] is None and entry["better"] is None and entry["verdict"] == "n/a"
-    assert "only 1 paired item: a verdict needs at least 5" in entry["note"]
+    assert "only 1 paired item: no test is possible and a verdict needs at least 5" in entry["note"]
     assert comparison["settings"]["min_items"] == 5
     assert any("a verdict (significant or not) needs at least 5 paired items" in n and "score (b vs a: 1)" in n
                for n in comparison["notes"])
@@ -59,7 +59,7 @@ def test_one_shared_item_gives_no_verdict_but_its_p_value(tmp_path):
     text = format_comparison(comparison)
     assert "a verdict needs at least 5 paired items" in text
     (row,) = _rows(text, "score")
-    assert "n/a" in row and "better" not in row and "<0.001" in row
+    assert "n/a" in row and "better" not in row and "<0.001" not in row
     files = write_report(comparison, tmp_path / "report")
     page = files.html.read_text(encoding="utf-8")
     assert '<span class="badge na"' in page and "significant: better" not in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from PIL import Image
@@ -116,3 +117,16 @@ def test_the_catalog_says_which_metrics_need_every_reference_first(pair):
     """The CLI reads the references of a record file first for exactly these (a corpus context)."""
     spec, metric, _ = pair
     assert spec.wants_every_reference({}) == metric.corpus_pending      # with no option given
+
+
+@pytest.mark.parametrize("output, references", [("", [""]), ("", ["a dog runs"]), ("a dog runs", [""])],
+                         ids=["empty/empty", "empty/text", "text/empty"])
+def test_defined_values_agree_with_their_reasons(pair, output, references):
+    """Empty text gets a defined value, and a reason that says it; never a value the reason denies,
+    and never NaN or infinity without a reason."""
+    spec, metric, _ = pair
+    for result in metric.score_batch([output], [references], **_more(spec, 1))[0]:
+        assert math.isfinite(result.value) or result.reason, (result.name, result.value)
+        stated = re.search(r"is (0|1) by definition", result.reason or "")
+        if stated:
+            assert result.value == float(stated.group(1)), (result.name, result.value, result.reason)

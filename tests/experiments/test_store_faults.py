@@ -376,3 +376,20 @@ def test_a_store_on_read_only_storage_can_be_read(tmp_path):
         assert sorted(p.name for p in folder.iterdir()) == ["store.sqlite"]
     finally:
         folder.chmod(0o755)
+
+
+def test_a_folder_given_as_the_store_is_named_as_a_folder(tmp_path, capsys):
+    for command in (["experiments", "list"], ["experiments", "show", "x"]):
+        status, _, err = _cli([*command, "--store", str(tmp_path)], capsys)
+        assert status == 2 and "is a directory, not an experiment store" in _one_line_error(err)
+
+
+def test_a_bit_flip_in_stored_text_is_named_as_damage(tmp_path, capsys):
+    path = _store_with_one_run(tmp_path / "store.sqlite")
+    data = bytearray(path.read_bytes())
+    at = data.index(b"words words words")          # inside a stored output (JSON text)
+    data[at + 1] = 0xFF                            # one byte that is no UTF-8
+    path.write_bytes(bytes(data))
+    status, _, err = _cli(["experiments", "show", "exp", "--items", "--store", str(path)], capsys)
+    line = _one_line_error(err)
+    assert status == 2 and f"experiment store {path} is damaged" in line, line

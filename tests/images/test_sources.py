@@ -42,3 +42,9 @@ def test_bad_inputs_say_what_and_where(bad, message):
 def test_a_directory_is_not_an_image(tmp_path):
     with pytest.raises(MetricInputError, match="not a file"):
         open_image(str(tmp_path))
+
+
+@pytest.mark.parametrize("url, scheme", [("file:///etc/passwd", "file"), ("FTP://127.0.0.1/x.jpg", "ftp")])
+def test_a_url_of_another_scheme_is_named_as_such(url, scheme):
+    with pytest.raises(MetricInputError, match=f"{scheme}:// URLs are not read; give an http"):
+        open_image(url)

@@ -142,3 +142,25 @@ def test_docstring_example(monkeypatch):
     for test in finder.find(chrf_module.CHRF, "CHRF", globs={}):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0 and runner.tries > 0
+
+
+def test_a_poison_test_result_is_left_out_of_the_corpus_score_and_named():
+    """One test result whose output is a list (a task that returned the wrong type) costs that item,
+    not the experiment's corpus score: BLEU, chrF and CIDEr-D leave it out and say so."""
+    from opik_metrics import BLEU, CIDEr
+    from sacrebleu.metrics import BLEU as SacreBLEU
+
+    preds, refs = realistic_pairs(12, seed=6)
+    results = [_test_result(p, r) for p, r in zip(preds, refs)]
+    results[5] = _test_result(["not", "a", "string"], refs[5])
+    kept_preds, kept_refs = preds[:5] + preds[6:], refs[:5] + refs[6:]
+    bleu = BLEU(track=False).experiment_score(results)
+    assert bleu.value == pytest.approx(SacreBLEU().corpus_score(kept_preds, [kept_refs]).score / 100, abs=TOL)
+    assert bleu.reason == "1 of 12 test results left out: item 5, field 'output': expected a string, got list"
+    chrf = CHRF(track=False).experiment_score(results)
+    assert chrf.value == CHRF(track=False).corpus_score(kept_preds, kept_refs).value and "item 5" in chrf.reason
+    cider = CIDEr(track=False).experiment_score(results)
+    assert cider.value == CIDEr(track=False).corpus_score(kept_preds, [[r] for r in kept_refs]).value
+    assert "1 of 12 test results left out: item 5" in cider.reason
+    with pytest.raises(MetricInputError, match="no test result could be scored"):
+        CHRF(track=False).experiment_score([_test_result(None, "a")])

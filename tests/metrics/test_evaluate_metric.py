@@ -147,6 +147,28 @@ class SbleuCompute(evaluate.Metric):
         out = scb.corpus_bleu(predictions, [list(refs) for refs in zip(*references)])
         return {"score": out.score}
 """,
+    "huge": """
+class Huge(evaluate.Metric):
+    def _info(self):
+        return _info(_features(datasets.Value("string")))
+
+    def _compute(self, predictions, references):
+        return {"score": 10 ** 400}
+""",
+    "no_class": """
+X = 1
+""",
+    "raises": """
+raise RuntimeError("the script's own bug")
+""",
+    "probe_fails": """
+class ProbeFails(evaluate.Metric):
+    def _info(self):
+        return _info(_features(datasets.Value("string")))
+
+    def _compute(self, predictions, references):
+        raise KeyError("always")
+""",
     "labels": """
 class Labels(evaluate.Metric):
     def _info(self):
@@ -592,3 +614,19 @@ def test_two_experiments_compare_on_item_scores_and_report_the_corpus_score_as_r
     note = next(n for n in comparison["notes"] if n.startswith("corpus_evaluate_sbleu"))
     assert "no interval and no test" in note
     assert f"good: {recorded['good']:.6g}" in note and f"poor: {recorded['poor']:.6g}" in note
+
+
+def test_a_modules_own_failures_are_named_as_its_own(scripts):
+    """A script that raises, that defines no module class, or whose compute fails on the probe is
+    named as the module's failure (not as a module that is not there); an integer beyond a float's
+    range is infinite with a reason that says so."""
+    from opik_metrics.neural.models.evaluate_loading import EvaluateScriptError
+
+    with pytest.raises(EvaluateScriptError, match="defines no module class: its script needs a subclass of evaluate"):
+        EvaluateMetric(scripts["no_class"], track=False)
+    with pytest.raises(EvaluateScriptError, match="failed to load: its script raised RuntimeError: the script's own"):
+        EvaluateMetric(scripts["raises"], track=False)
+    with pytest.raises(EvaluateScriptError, match="its compute on a probe item failed"):
+        EvaluateMetric(scripts["probe_fails"], track=False)
+    (result,) = EvaluateMetric(scripts["huge"], track=False).score("a", "a")
+    assert result.value == float("inf") and "an integer of about 401 digits, beyond a float's range" in result.reason

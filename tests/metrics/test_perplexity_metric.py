@@ -145,3 +145,23 @@ def test_the_memory_budget_reaches_the_scorer_and_is_checked(gpt2_dir):
     assert Perplexity(model=str(gpt2_dir), max_memory_mb=600, track=False)._scorer.max_memory_mb == 600
     with pytest.raises(ValueError, match="max_memory_mb"):
         Perplexity(model=str(gpt2_dir), max_memory_mb=10, track=False)      # below the logits work itself
+
+
+def test_nan_weights_give_nan_with_a_reason_never_a_silent_nan(gpt2_dir):
+    """A damaged checkpoint (a weight that is NaN) is named in the reason of every NaN it gives."""
+    import torch
+
+    from opik_metrics.neural.models.causal_lm import clear_cache
+
+    clear_cache()
+    lm = load_causal_lm(str(gpt2_dir), device="cpu")
+    try:
+        with torch.no_grad():
+            next(lm.model.parameters()).view(-1)[:16] = float("nan")
+        m = Perplexity(model=lm, track=False)
+        results = m.score_batch(fitting(lm, 3))
+        assert all(math.isnan(r.value) and "not numbers (NaN)" in r.reason for (r,) in results)
+        corpus = m.corpus_score(fitting(lm, 3))
+        assert math.isnan(corpus.value) and "not numbers (NaN)" in corpus.reason
+    finally:
+        clear_cache()

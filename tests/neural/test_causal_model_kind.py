@@ -8,8 +8,11 @@ from tests.neural.lm_fixtures import build_gpt2
 from tests.neural.tiny_models import build_bert
 
 
-def test_an_encoder_is_refused(tmp_path):
+def test_an_encoder_is_refused_before_its_weights_load(tmp_path, monkeypatch):
+    import transformers
     folder = build_bert(tmp_path / "bert")
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: pytest.fail("the weights were loaded (and transformers reported on them)"))
     with pytest.raises(ValueError, match=r"is not a causal language model \(its checkpoint is a BertModel\)"):
         load_causal_lm(str(folder))
 

@@ -158,3 +158,22 @@ def test_unwritable_cache_falls_back_to_the_gguf_file_with_a_warning(runs):
     assert not runs["unwritable"].exists()
     assert fallback["signature"] == runs["first"]["signature"]
     _same_logits(runs["first"], fallback)
+
+
+def test_same_size_damage_to_a_cached_file_makes_the_entry_incomplete(tmp_path):
+    """A block of the converted weights overwritten in place (the size unchanged) is found by the
+    manifest's checksum, so the entry is rebuilt instead of giving NaN perplexities."""
+    from opik_metrics.neural.models import causal_lm
+
+    entry = tmp_path / "entry"
+    entry.mkdir()
+    weights = entry / "model.safetensors"
+    weights.write_bytes(bytes(range(256)) * 64)
+    files = {"model.safetensors": {"size": weights.stat().st_size, "blake2b": causal_lm._file_digest(weights)}}
+    (entry / causal_lm._MANIFEST).write_text(json.dumps({"format": causal_lm._CACHE_FORMAT, "files": files}))
+    assert causal_lm._entry_is_complete(entry)
+    with open(weights, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"\x00" * 4096)
+    assert weights.stat().st_size == files["model.safetensors"]["size"]
+    assert not causal_lm._entry_is_complete(entry)

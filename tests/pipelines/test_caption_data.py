@@ -17,6 +17,7 @@ from tests.pipelines.caption_fixtures import image_server  # noqa: F401
     ("a\tb\thttp://x.org/a.jpg", "row 7: expected 2 tab-separated columns (caption, url), got 3"),
     ("\thttp://x.org/a.jpg", "row 7: the caption column is empty"),
     ("a caption\t  ", "row 7: the url column is empty"),
+    ("\t", "row 7: the url column is empty"),                    # a row of two empty columns is a row
     ("http://x.org/a.jpg\ta dog", "row 7: columns look swapped (expected caption<TAB>url)"),
     (b"caf\xe9 au lait\thttp://x.org/a.jpg", "row 7: not UTF-8 text (byte 3)"),
 ])
@@ -123,3 +124,8 @@ def test_pipeline_items_from_either_source(tmp_path):
         "conceptual-captions-Validation_GCC-1.1.0-Validation"
     with pytest.raises(ValueError, match="give exactly one dataset source"):
         read_items(tsv="a.tsv", hf_dataset=split)
+
+
+def test_a_folder_given_as_the_tsv_is_named_as_a_folder(tmp_path):
+    with pytest.raises(DatasetSourceError, match="is a directory: give the TSV file"):
+        list(read_tsv(str(tmp_path)))

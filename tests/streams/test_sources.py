@@ -117,3 +117,45 @@ def test_a_utf8_byte_order_mark_starts_no_bad_record(tmp_path):
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"output": "a", "reference": "b"}\n{"output": "c", "reference": "d"}\n')
     assert _all(open_source(str(path)), 1) == [{"output": "a", "reference": "b"}, {"output": "c", "reference": "d"}]
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("output,output,reference\na,b,c\n")
+    with pytest.raises(SourceError, match=r"dup.csv: the header names 'output' more than once"):
+        open_source(str(path))
+
+
+def test_a_record_nested_too_deeply_is_a_bad_record_and_the_rest_read_on(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"output": "a", "reference": "a"}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+                    + '{"output": "b", "reference": "b"}\n')
+    source = open_source(str(path))
+    records = [r for ref in source.plan(1000) for r in source.read(ref).records]
+    assert records[0]["output"] == "a" and records[2]["output"] == "b"
+    assert isinstance(records[1], BadRecord) and "nested too deeply" in records[1].reason
+
+
+def test_a_damaged_parquet_row_group_becomes_bad_rows_and_the_rest_read_on(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "damaged.parquet"
+    words = [" ".join(f"w{(k * 7 + j) % 50}" for j in range(30)) for k in range(300)]
+    pq.write_table(pa.table({"output": words, "reference": words}), str(path), row_group_size=100,
+                   compression="snappy")
+    column = pq.ParquetFile(str(path)).metadata.row_group(1).column(0)
+    data = bytearray(path.read_bytes())
+    middle = column.data_page_offset + column.total_compressed_size // 2
+    data[middle:middle + 64] = b"\xff" * 64                  # inside row group 1's compressed page
+    path.write_bytes(bytes(data))
+    for size in (64, 1000):
+        source = open_source(str(path))
+        records = [r for ref in source.plan(size) for r in source.read(ref).records]
+        assert len(records) == 300
+        bad = [k for k, r in enumerate(records) if isinstance(r, BadRecord)]
+        assert bad == list(range(100, 200)), bad[:3]
+        assert "row group 1 of the Parquet file cannot be read" in records[150].reason
+        assert records[0]["output"] == words[0] and records[299]["output"] == words[299]
+        chunked = [r for chunk in source.chunks(size) for r in chunk.records]
+        assert [isinstance(r, BadRecord) for r in chunked] == [isinstance(r, BadRecord) for r in records]

@@ -29,7 +29,8 @@ class ExperimentLocked(StoreError):
 
 _DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_SEQUENCE",
                  "SQLITE_CORRUPT_VTAB"}
-_DAMAGE_WORDS = ("file is not a database", "malformed", "corrupt")
+# the store writes only valid UTF-8 text: a column that does not decode was changed on disk
+_DAMAGE_WORDS = ("file is not a database", "malformed", "corrupt", "could not decode to utf-8")
 
 
 def is_damage(exc: sqlite3.DatabaseError) -> bool:

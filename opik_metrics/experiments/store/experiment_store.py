@@ -71,6 +71,9 @@ class ExperimentStore:
         self._damage: str | None = None               # why the file is damaged, once seen
         self._empty = False                           # read-only view of a file with no tables yet
         self._db: sqlite3.Connection | None = None
+        if self.path.is_dir():
+            raise NotAStore(f"{self.path} is a directory, not an experiment store (an SQLite file): "
+                            f"pass --store PATH of the file, or set {STORE_ENV}")
         if not create and not self.path.is_file():
             raise StoreNotFound(f"no experiment store at {self.path} (pass --store PATH, or set {STORE_ENV})")
         self.readonly = not create

@@ -130,9 +130,15 @@ def _load(name: str, resolved: ResolvedModel, device: str, dtype: torch.dtype) -
 def _from_pretrained(name: str, resolved: ResolvedModel, source: str, dtype: torch.dtype,
                      gguf_file: str | None = None) -> tuple[Any, Any]:
     """Tokenizer and model from ``source`` (a GGUF file in it when ``gguf_file``), checked causal."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    if not gguf_file:     # an encoder is refused from its config, before transformers loads and reports on it
+        try:
+            config = AutoConfig.from_pretrained(source)
+        except Exception as exc:
+            raise ModelNotAvailableError(_load_failure(name, resolved, exc)) from exc
+        check_causal_config(name, config)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         loaded: Any = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, output_loading_info=True, **kwargs)
@@ -149,10 +155,10 @@ def _from_pretrained(name: str, resolved: ResolvedModel, source: str, dtype: tor
 # folder keyed by the GGUF file's sha256, the dtype and the transformers/torch versions; later loads,
 # in any process, read that folder (seconds). Entries are written in a temporary folder and renamed
 # into place, and only used when their manifest (written last) lists files that are all there with
-# the right sizes; a broken entry is ignored and rebuilt. A cache location that cannot be written
+# the right sizes and checksums; a broken or damaged entry is ignored and rebuilt. A cache location that cannot be written
 # (read-only, full) never fails a load: the model is used straight from the GGUF file, with a warning.
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2     # 2: each file's blake2b in the manifest, checked on every load
 _MANIFEST = "opik-metrics-cache.json"
 
 
@@ -206,13 +212,24 @@ def _file_sha256(path: Path, root: Path) -> str:
 
 
 def _entry_is_complete(entry: Path) -> bool:
+    """Whether every file the entry's manifest lists is there with its size and checksum (same-size
+    damage included: about a second for SmolLM2's 540 MB, against the 4 s of the load itself)."""
     try:
         manifest = json.loads((entry / _MANIFEST).read_text())
         files = manifest["files"]
-        return bool(files) and all((entry / f).is_file() and (entry / f).stat().st_size == size
-                                   for f, size in files.items())
+        return manifest["format"] == _CACHE_FORMAT and bool(files) and all(
+            (entry / f).is_file() and (entry / f).stat().st_size == meta["size"]
+            and _file_digest(entry / f) == meta["blake2b"] for f, meta in files.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # The saved config differs from the GGUF-loaded one in these keys only (save_pretrained sets the
@@ -247,7 +264,8 @@ def _load_gguf_cached(name: str, resolved: ResolvedModel, dtype: torch.dtype) ->
 def _read_entry(name: str, resolved: ResolvedModel, entry: Path, dtype: torch.dtype) -> tuple[Any, Any, dict] | None:
     """The cached model, or None (with a warning) when the entry is incomplete or unreadable."""
     if not _entry_is_complete(entry):
-        warnings.warn(f"ignoring incomplete model cache entry {entry}; rebuilding it", stacklevel=6)
+        warnings.warn(f"ignoring damaged or incomplete model cache entry {entry} (a file is missing, or its size "
+                      "or checksum differs from the manifest); rebuilding it", stacklevel=6)
         return None
     try:
         gguf_config = json.loads((entry / _MANIFEST).read_text())["config"]
@@ -271,7 +289,8 @@ def _write_entry(entry: Path, model: Any, tokenizer: Any, resolved: ResolvedMode
     try:
         _save_dequantised(model, tmp)
         tokenizer.save_pretrained(tmp)
-        files = {str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
+        files = {str(p.relative_to(tmp)): {"size": p.stat().st_size, "blake2b": _file_digest(p)}
+                 for p in sorted(tmp.rglob("*")) if p.is_file()}
         manifest = {"format": _CACHE_FORMAT, "gguf": str(Path(resolved.source) / resolved.gguf_file),
                     "transformers": package_version("transformers"), "torch": package_version("torch"),
                     "files": files, "config": gguf_config}
@@ -322,9 +341,19 @@ def check_causal(name: str, model: Any, missing: set[str]) -> None:
     """Refuse a model that is not a trained causal LM: an encoder loaded into a causal-LM class (its
     attention sees later tokens, so its perplexity means nothing) or one whose LM head was missing
     from the checkpoint (randomly initialised: transformers only warns)."""
+    check_causal_config(name, model.config)
+    head = model.get_output_embeddings()
+    prefix = next((n for n, m in model.named_modules() if m is head), None) if head is not None else None
+    if prefix and any(k == prefix or k.startswith(prefix + ".") for k in missing):
+        raise ValueError(f"model {name!r} has no trained language-model head: {prefix} is missing from its "
+                         "checkpoint (transformers would initialise it at random); save the model with its head "
+                         "(AutoModelForCausalLM.save_pretrained)")
+
+
+def check_causal_config(name: str, config: Any) -> None:
+    """Refuse a checkpoint whose config names an architecture that is not a causal LM."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    config = model.config
     architectures = list(getattr(config, "architectures", None) or [])
     causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
     if architectures and not any(a in causal or a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) \
@@ -332,12 +361,6 @@ def check_causal(name: str, model: Any, missing: set[str]) -> None:
         raise ValueError(f"model {name!r} is not a causal language model (its checkpoint is a {architectures[0]}): "
                          "perplexity and KL need a model that predicts each token from the ones before it "
                          "(e.g. GPT-2, Llama, SmolLM2); an encoder such as BERT sees the later tokens too")
-    head = model.get_output_embeddings()
-    prefix = next((n for n, m in model.named_modules() if m is head), None) if head is not None else None
-    if prefix and any(k == prefix or k.startswith(prefix + ".") for k in missing):
-        raise ValueError(f"model {name!r} has no trained language-model head: {prefix} is missing from its "
-                         "checkpoint (transformers would initialise it at random); save the model with its head "
-                         "(AutoModelForCausalLM.save_pretrained)")
 
 
 def _require_gguf_support(name: str) -> None:

@@ -29,6 +29,11 @@ class EvaluateModuleNotAvailable(ModelNotAvailableError):
     """An ``evaluate`` module that cannot be loaded here; the message names it and says what to do."""
 
 
+class EvaluateScriptError(ValueError):
+    """An ``evaluate`` module that is there but whose own code fails: its script raises, defines no
+    module class, or its ``compute`` fails on a probe item. The message names the module and the error."""
+
+
 def hub_offline() -> str | None:
     """Why the hub counts as offline (the variable that says so), or None."""
     for var in ("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE"):
@@ -104,7 +109,10 @@ def load_evaluate_module(spec: str, config_name: str | None = None, **load_kwarg
                 f"evaluate module {spec!r}: no metric script there (a .py file, or a folder holding "
                 f"{Path(path).name}.py)")
         with _LOAD_LOCK, _evaluate_settings(offline=False):
-            return evaluate.load(path, config_name=config_name, **load_kwargs)
+            try:
+                return evaluate.load(path, config_name=config_name, **load_kwargs)
+            except Exception as exc:  # the script's own code: whatever it raises, it is named as its failure
+                raise EvaluateScriptError(_script_failure(spec, exc)) from exc
     from evaluate import config as evaluate_config
 
     why = hub_offline() or hub_unreachable(evaluate_config.HF_ENDPOINT)
@@ -121,3 +129,11 @@ def load_evaluate_module(spec: str, config_name: str | None = None, **load_kwarg
             f"could not load the evaluate module {spec!r}: {cause}. Pass the path of a local metric "
             f"script (e.g. {spec.split('/')[-1]}.py from the module's hub repository), or an "
             "evaluate.EvaluationModule you built, or load it once with network access.") from None
+
+
+def _script_failure(spec: str, exc: Exception) -> str:
+    if isinstance(exc, TypeError) and "'NoneType' object is not callable" in str(exc):
+        # evaluate looks the module class up in the script and calls what it found: nothing
+        return (f"the evaluate module {spec!r} defines no module class: its script needs a subclass of "
+                "evaluate.Metric (or evaluate.EvaluationModule)")
+    return f"the evaluate module {spec!r} failed to load: its script raised {type(exc).__name__}: {exc}"

@@ -58,8 +58,9 @@ class CocoSuite:
             bleu_stats = bleu_statistics(c, rs)
             rouge = coco_rouge_l(c, rs)
             values = dict(zip(KEYS, (*bleu_values(bleu_stats), rouge, cider.value)))
-            reasons = {} if c else {key: f"output has no tokens after tokenisation: {key} is 0 by definition"
-                                    for key in KEYS[:-1]}
+            reasons = {} if c else {key: _empty_output_reason(key, values[key]) for key in KEYS[:-1]}
+            if c and not any(rs):
+                reasons["ROUGE_L"] = "no reference has tokens after tokenisation: ROUGE_L is 0 by definition"
             if cider.reason:
                 reasons["CIDEr"] = cider.reason
             items.append(CocoItem(values, (*bleu_stats, rouge, cider.value, 1), reasons))
@@ -72,3 +73,12 @@ class CocoSuite:
         return Signature({"metric": "coco-caption", "tok": self.tokenize, "bleu": "closest,n4",
                           "rouge_l": "beta1.2", "cider": "cider-d,n4,sigma6", "df": cider["df"],
                           "keys": ",".join(KEYS), "opik_metrics": package_version()})
+
+
+def _empty_output_reason(key: str, value: float) -> str:
+    """Why an output without tokens has the value it has (pycocoevalcap's ROUGE_L takes an empty
+    caption for one empty token, so an empty output against an empty reference scores 1)."""
+    if value == 0:
+        return f"output has no tokens after tokenisation: {key} is 0 by definition"
+    return (f"output and a reference have no tokens after tokenisation: pycocoevalcap's {key} takes both "
+            f"for one empty token each, which match ({value:g})")
