@@ -395,11 +395,10 @@ def _as_number(value: Any) -> float | None:
     """A real number (int, float, numpy scalar or 0-d array; not a bool) as a float, else None."""
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return None
+    if isinstance(value, int) and abs(value) > sys.float_info.max:   # beyond a float: infinite, said in the reason
+        return math.inf if value > 0 else -math.inf
     if isinstance(value, numbers.Real):
-        try:
-            return float(value)
-        except OverflowError:             # an int beyond a float's range: infinite, said in the reason
-            return math.inf if value > 0 else -math.inf
+        return float(value)
     if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
         return _as_number(value.item())
     return None
