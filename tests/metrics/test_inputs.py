@@ -33,3 +33,25 @@ def test_require_batch_checks_lengths_and_items():
     with pytest.raises(MetricInputError, match="outputs: expected a list of strings"):
         require_batch("abc", ["r"])
     assert require_batch(["a"], [["r", "s"]]) == (["a"], [["r", "s"]])
+
+
+def test_a_text_past_the_stated_bound_fails_at_once_naming_item_and_size(tmp_path):
+    """A record far beyond what a metric is meant for (a 50 MB line) fails with a reason in no time
+    instead of running for minutes; the other records of the file are scored."""
+    from opik_metrics import ROUGE
+    from opik_metrics.core.inputs import MAX_TEXT_CHARS
+    from opik_metrics.streams import score_file
+    from tests.streams.records import write_jsonl
+
+    huge = "word " * (MAX_TEXT_CHARS // 5 + 1)
+    with pytest.raises(MetricInputError, match=rf"item 1, field 'output': {len(huge):,} characters, more than the "
+                                               rf"{MAX_TEXT_CHARS:,}"):
+        ROUGE(track=False).score_batch(["a b", huge], ["a b", "a b"])
+    with pytest.raises(MetricInputError, match="field 'reference'"):
+        ROUGE(track=False).score("a b", huge[:MAX_TEXT_CHARS + 1])
+    path = write_jsonl(tmp_path / "in.jsonl", [{"output": "a b", "reference": "a b"},
+                                               {"output": "x " * 30_000_000, "reference": "a b"},
+                                               {"output": "c d", "reference": "c d"}])
+    result = score_file(str(path), [ROUGE(track=False)], progress=False)     # without the bound: minutes
+    assert [row["reason"] is None for row in result.rows] == [True, False, True]
+    assert "60,000,000 characters, more than the 1,000,000" in result.rows[1]["reason"]
