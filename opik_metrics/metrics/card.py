@@ -94,12 +94,13 @@ def register(metric_class: type) -> None:
     a second class under a name already taken replaces it only if it is the same class defined again."""
     card: MetricCard = metric_class.__dict__["card"]
     held = _registered.get(card.name)
-    if held is not None and _target(held) != _target(metric_class):
-        raise ValueError(f"two metrics call themselves {card.name!r}: {_target(held)} and {_target(metric_class)}")
+    if held is not None and target_of(held) != target_of(metric_class):
+        raise ValueError(f"two metrics call themselves {card.name!r}: {target_of(held)} and {target_of(metric_class)}")
     _registered[card.name] = metric_class
 
 
-def _target(metric_class: type) -> str:
+def target_of(metric_class: type) -> str:
+    """``module:qualname``: where another process imports the class from."""
     return f"{metric_class.__module__}:{metric_class.__qualname__}"
 
 

@@ -8,7 +8,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.metrics.card import MetricCard, registered
+from opik_metrics.metrics.card import MetricCard, registered, target_of
 
 _discovered = False
 
@@ -61,7 +61,7 @@ class MetricRecipe:
     @classmethod
     def of(cls, named: Sequence[tuple[str, Mapping[str, Any]]]) -> "MetricRecipe":
         classes = [(name, metric_class(name), dict(kwargs)) for name, kwargs in named]
-        return cls(tuple((name, f"{c.__module__}:{c.__qualname__}", kwargs) for name, c, kwargs in classes),
+        return cls(tuple((name, target_of(c), kwargs) for name, c, kwargs in classes),
                    loads_model=any(metric_card(name).loads_model for name, _, _ in classes))
 
     def __call__(self) -> list[Any]:

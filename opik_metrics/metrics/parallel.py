@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from opik_metrics.core.worker_pools import WorkerPool, available_cores, in_a_worker, no_other_threads
+from opik_metrics.core.worker_pools import WorkerPool, available_cores, in_a_worker, start_method
 
 #: Below this many items a batch stays in this process: a slice's round trip would cost more.
 PARALLEL_MIN_ITEMS = 20_000
@@ -79,7 +79,7 @@ def resolve_workers(workers: int | None, items: int) -> int:
     if in_a_worker():
         return 1
     if count is None:
-        forkable = os.name == "posix" and no_other_threads()
+        forkable = start_method(builds_models=False) == "fork"
         return available_cores() if items >= PARALLEL_MIN_ITEMS and (_pools or forkable) else 1
     return count
 

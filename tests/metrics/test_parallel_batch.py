@@ -65,10 +65,10 @@ def test_processes_equal_rouge_score():
 
 
 def test_workers_are_chosen_by_batch_size_and_checked(monkeypatch):
-    monkeypatch.setattr(parallel, "no_other_threads", lambda: True)
+    monkeypatch.setattr(worker_pools, "no_other_threads", lambda: True)
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS - 1) == 1
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS) == parallel.available_cores()
-    monkeypatch.setattr(parallel, "no_other_threads", lambda: False)     # threads: only when asked for
+    monkeypatch.setattr(worker_pools, "no_other_threads", lambda: False)     # threads: only when asked for
     monkeypatch.setattr(parallel, "_pools", {})
     assert parallel.resolve_workers(None, 10 * parallel.PARALLEL_MIN_ITEMS) == 1
     assert parallel.resolve_workers(3, 10) == 3
