@@ -157,8 +157,9 @@ if sys.argv[2] == "local":
     speed, values = rate(n)
     print("@@" + json.dumps({"speed": speed, "values": values}))
 else:
+    from opik_metrics.distributed.ray_engine import ensure_ray
+    ensure_ray(None, 2)              # the engine's own local cluster, on loopback
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     got = ray.get([ray.remote(num_cpus=1)(rate).remote(n) for _ in range(2)])
     print("@@" + json.dumps({"speed": sum(g[0] for g in got), "values": got[0][1]}))
 """

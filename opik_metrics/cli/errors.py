@@ -26,13 +26,14 @@ def fail(message: str, status: int = 2) -> int:
 def user_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message is the whole story: printed as one line, no traceback."""
     from opik_metrics.core.inputs import MetricInputError
+    from opik_metrics.distributed.cluster import ClusterError
     from opik_metrics.experiments.opik_server import OpikServerUnavailable
     from opik_metrics.experiments.store import StoreError
     from opik_metrics.neural.models.registry import ModelNotAvailableError
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
 
     return (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-            DatasetSourceError, ValueError)
+            DatasetSourceError, ClusterError, ValueError)
 
 
 def check_arguments(argv: Sequence[str]) -> None:

@@ -9,6 +9,7 @@ import pickle
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
+from opik_metrics.distributed.cluster import import_ray, join_cluster, start_local_cluster
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.output import columns, rows_table
 from opik_metrics.streams.processes import group_refs, score_group
@@ -20,25 +21,26 @@ MetricFactory = Callable[[], Sequence[Any]]
 FACTS_KEY = b"opik_metrics.facts"    # a scored table's metadata: the worker's metric facts, pickled
 
 
-def _ray():
+def _ray(address: str | None = None):
+    """Ray, imported for a cluster started here (on loopback only) or joined at ``address``."""
     try:
-        import ray
+        return import_ray(address)
     except ImportError:
         raise RuntimeError("the Ray engine needs Ray: pip install 'opik-metrics[ray]'") from None
-    return ray
 
 
 def ensure_ray(address: str | None, workers: int) -> None:
-    """Connect to ``address`` (a running cluster), or start a local one with ``workers`` CPUs."""
+    """Connect to ``address`` (a running cluster), or start a local one with ``workers`` CPUs,
+    listening on loopback only; a Ray the user started already is used as it is."""
     import logging
 
-    ray = _ray()
+    ray = _ray(address)
     if not ray.is_initialized():
         quiet = {"log_to_driver": False, "include_dashboard": False, "logging_level": "ERROR"}
         if address:
-            ray.init(address=address, **quiet)
+            join_cluster(address, **quiet)
         else:
-            ray.init(num_cpus=workers, **quiet)
+            start_local_cluster(workers, **quiet)
     import ray.data   # configures its loggers on import: the levels below come after
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)   # per-dataset execution chatter

@@ -1,21 +1,23 @@
-"""The Ray engine on a real local cluster (``ray.init(num_cpus=2)``, no mocks): the rows and the
-aggregates of a run equal the single-process run's (BERTScore within 1e-6), from files and from a
-``ray.data.Dataset``; the CLI's ``--engine ray`` writes the same output file."""
+"""The Ray engine on a real local cluster (started as the engine starts one, no mocks): the rows
+and the aggregates of a run equal the single-process run's (BERTScore within 1e-6), from files and
+from a ``ray.data.Dataset``; the CLI's ``--engine ray`` writes the same output file; the cluster
+listens on loopback only. Ray is imported by the engine, as in the CLI: not by this module."""
 from __future__ import annotations
 
+import importlib.util
 import json
+from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray")
+from opik_metrics.cli import main
+from opik_metrics.distributed import RayEngine, aggregate_dataset, score_dataset
+from opik_metrics.metrics.catalog import MetricRecipe
+from opik_metrics.streams import FieldMap, read_rows, score_file
+from tests.streams.records import generate_items, write_csv, write_jsonl, write_parquet
 
-from opik_metrics.cli import main  # noqa: E402
-from opik_metrics.distributed import RayEngine, aggregate_dataset, score_dataset  # noqa: E402
-from opik_metrics.metrics.catalog import MetricRecipe  # noqa: E402
-from opik_metrics.streams import FieldMap, read_rows, score_file  # noqa: E402
-from tests.streams.records import generate_items, write_csv, write_jsonl, write_parquet  # noqa: E402
-
-pytestmark = pytest.mark.xdist_group("ray")      # one local cluster, in one test process
+pytestmark = [pytest.mark.xdist_group("ray"),      # one local cluster, in one test process
+              pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray")]
 
 ITEMS = generate_items(600, seed=5)
 TEXT = MetricRecipe.of([("rouge", {"rouge_types": ("rouge1", "rouge2", "rougeL"), "use_stemmer": True,
@@ -25,9 +27,11 @@ TEXT = MetricRecipe.of([("rouge", {"rouge_types": ("rouge1", "rouge2", "rougeL")
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
+    from opik_metrics.distributed.ray_engine import ensure_ray
+
+    ensure_ray(None, 2)
+    import ray
+    yield ray
     ray.shutdown()
 
 
@@ -93,8 +97,8 @@ def test_a_ray_run_resumes_what_a_local_run_kept(tmp_path):
     assert resumed.aggregate == clean.aggregate
 
 
-def test_a_dataset_the_user_has_is_scored_and_aggregated_as_a_file_is(tmp_path):
-    ds = ray.data.from_items([{"id": k, "pred": i["output"],
+def test_a_dataset_the_user_has_is_scored_and_aggregated_as_a_file_is(tmp_path, cluster):
+    ds = cluster.data.from_items([{"id": k, "pred": i["output"],
                                "refs": i["reference"] if isinstance(i["reference"], list) else [i["reference"]]}
                               for k, i in enumerate(ITEMS)])
     fields = FieldMap({"output": ("pred",), "reference": ("refs",)})
@@ -192,3 +196,124 @@ def test_a_model_that_cannot_be_built_fails_with_its_own_error_and_overwrite_kee
     with pytest.raises(ModelNotAvailableError, match="does not exist"):
         score_file(path, output=str(out), overwrite=True, progress=False, engine=RayEngine(missing, workers=2))
     assert out.read_bytes() == before
+
+
+def _listening_addresses(process) -> dict[str, set[str]]:
+    """The addresses on which ``process`` and all its descendants listen (TCP and UDP), each with
+    the names of the processes that hold them."""
+    import psutil
+
+    found: dict[str, set[str]] = {}
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            for c in p.net_connections(kind="inet"):
+                if c.status == psutil.CONN_LISTEN or (c.type == 2 and not c.raddr):   # 2: SOCK_DGRAM
+                    found.setdefault(c.laddr.ip, set()).add(p.name())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def test_the_local_cluster_listens_on_loopback_only(cluster):
+    """Ray has no authentication: every server of the cluster the engine started (GCS, raylet,
+    workers, agents) listens on loopback, none on another interface."""
+    import psutil
+
+    from opik_metrics.distributed.cluster import is_loopback
+
+    @cluster.remote
+    def pid() -> int:
+        return psutil.Process().pid
+    cluster.get([pid.remote() for _ in range(4)])          # workers up, their servers too
+    found = _listening_addresses(psutil.Process())
+    holders = set().union(*found.values())
+    assert {"gcs_server", "raylet"} <= holders, found        # the cluster's servers were seen
+    assert {ip: names for ip, names in found.items() if not is_loopback(ip)} == {}
+    assert cluster.util.get_node_ip_address() == "127.0.0.1"
+
+
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.3.0.9", True), ("::1", True), ("::ffff:127.0.0.1", True),
+    ("0.0.0.0", False), ("::", False), ("192.0.2.2", False), ("::ffff:192.0.2.2", False), ("fe80::1%eth0", False),
+    ("localhost", False),   # a name, not an address: not taken on trust
+])
+def test_loopback_addresses(host, loopback):
+    from opik_metrics.distributed.cluster import is_loopback
+    assert is_loopback(host) is loopback
+
+
+def test_a_ray_imported_first_is_refused_a_local_cluster_open_to_the_network(tmp_path):
+    """Where the user imported Ray before the pack (so it would give a new node this machine's
+    network address), the CLI refuses to start a cluster, in one line, and starts nothing."""
+    import subprocess
+    import sys
+
+    from tests.streams.records import write_jsonl as write
+    path = write(tmp_path / "in.jsonl", ITEMS[:5])
+    script = ("import ray, sys\n"
+              "from opik_metrics.distributed.cluster import is_loopback\n"
+              "if is_loopback(ray.util.get_node_ip_address()): sys.exit(99)\n"
+              "from opik_metrics.cli import main\n"
+              f"status = main(['score', '--input', {str(path)!r}, '-m', 'bleu', '--engine', 'ray', '--no-progress'])\n"
+              "sys.exit(status if not ray.is_initialized() else 3)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    if done.returncode == 99:
+        pytest.skip("this machine has no network address: Ray's node would be on loopback anyway")
+    assert done.returncode == 2, done.stderr      # 3: a cluster was started
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "open to the network" in lines[0] and "ray.init()" in lines[0], done.stderr
+
+
+def _cli(args: list[str], env: dict[str, str] | None = None) -> Any:
+    """The CLI in a process of its own (a driver apart from this module's)."""
+    import os
+    import subprocess
+    import sys
+    run = "import sys; from opik_metrics.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", run, *args], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, **(env or {})})
+
+
+def test_address_joins_a_running_cluster_and_scores_as_the_local_run(tmp_path, cluster):
+    """``--address`` joins a cluster (this module's, on loopback, with Ray's token authentication,
+    whose mode this process's environment carries) and writes what a local run writes."""
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:100]))
+    args = ["score", "--input", path, "-m", "rouge", "-m", "bleu", "--no-progress", "--format", "json"]
+    local = _cli([*args, "--output", str(tmp_path / "local.parquet")])
+    address = cluster.get_runtime_context().gcs_address
+    assert address.startswith("127.0.0.1:")
+    joined = _cli([*args, "--output", str(tmp_path / "ray.parquet"), "--engine", "ray", "--address", address])
+    assert joined.returncode == 0, joined.stderr
+    assert json.loads(joined.stdout)["aggregate"] == json.loads(local.stdout)["aggregate"]
+    assert list(read_rows(str(tmp_path / "ray.parquet"))) == list(read_rows(str(tmp_path / "local.parquet")))
+
+
+def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path):
+    import socket
+    import time
+    with socket.socket() as s:          # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:5]))
+    start = time.monotonic()
+    done = _cli(["score", "--input", path, "-m", "bleu", "--engine", "ray", "--address", f"127.0.0.1:{port}",
+                 "--no-progress"])
+    assert time.monotonic() - start < 60                     # Ray alone retries for minutes
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"opik-metrics: error: no Ray cluster answers at 127.0.0.1:{port}: "
+                                                "Connection refused"]
+
+
+def test_a_cluster_that_refuses_our_token_is_one_line(tmp_path, cluster):
+    """Ray's token authentication turned off on our side: the cluster refuses the driver, and the
+    CLI says so in one line naming the address and Ray's reason."""
+    path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:5]))
+    address = cluster.get_runtime_context().gcs_address
+    done = _cli(["score", "--input", path, "-m", "bleu", "--engine", "ray", "--address", address, "--no-progress"],
+                env={"RAY_AUTH_MODE": "disabled", "RAY_gcs_server_port_wait_time_s": "2"})
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"opik-metrics: error: could not join the Ray cluster at {address}: "), done.stderr
+    assert "token" in last.lower()
+    assert "Traceback" not in done.stderr
