@@ -1,5 +1,5 @@
 """opik-metrics: evaluation metrics for Opik (ROUGE family, BLEU, BERTScore,
-CIDEr-D, the COCO caption suite, CLIPScore, perplexity, distillation KL) as ``BaseMetric``
+CIDEr-D, METEOR, the COCO caption suite, CLIPScore, perplexity, distillation KL) as ``BaseMetric``
 subclasses, plus tracked pipelines and a scoring CLI.
 
 Names are imported lazily so that ``import opik_metrics`` stays light (no torch until needed).
@@ -22,6 +22,7 @@ _PUBLIC = {
     "CIDEr": "opik_metrics.metrics.cider",
     "CLIPScore": "opik_metrics.metrics.clipscore",
     "COCOCaption": "opik_metrics.metrics.coco",
+    "METEOR": "opik_metrics.metrics.meteor",
     "Perplexity": "opik_metrics.metrics.perplexity",
     "DistillationKL": "opik_metrics.metrics.distillation",
     "distillation_loss": "opik_metrics.neural.lm.distillation_loss",

@@ -32,7 +32,7 @@ def models(tmp_path_factory):
 
 
 def _options(key: str, models: dict) -> dict:
-    return {"rouge": {}, "bleu": {}, "chrf": {}, "ter": {}, "cider": {}, "coco": {},
+    return {"rouge": {}, "bleu": {}, "chrf": {}, "ter": {}, "cider": {}, "coco": {}, "meteor": {},
             "bertscore": {"model": models["bert"], "num_layers": 2},
             "perplexity": {"model": models["gpt2"]}, "clipscore": {"model": models["clip"]},
             "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]}}[key]
@@ -40,7 +40,7 @@ def _options(key: str, models: dict) -> dict:
 
 def test_every_catalog_metric_has_a_factory_here():
     assert set(SHIPPED) == {"rouge", "bleu", "chrf", "ter", "bertscore", "cider", "coco", "clipscore",
-                            "perplexity", "distillation_kl"}
+                            "perplexity", "distillation_kl", "meteor"}
 
 
 @pytest.fixture(scope="module", params=sorted(SHIPPED))

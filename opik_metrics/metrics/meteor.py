@@ -1,0 +1,94 @@
+"""METEOR as an Opik metric: Meteor 1.5 as captioning papers report it (pycocoevalcap's jar,
+``-l en -norm``), per item and for the corpus, in Python: no Java."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts
+from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.card import MetricCard, Option
+
+if TYPE_CHECKING:
+    from opik_metrics.text.meteor import MeteorScorer, MeteorSegment
+
+
+class METEOR(ReferenceMetric):
+    """Meteor 1.5 (Denkowski and Lavie 2014) with the numbers of pycocoevalcap's ``Meteor``:
+    the jar's ``-norm`` normalisation, exact, Snowball stem, WordNet synonym and paraphrase
+    matches, its beam-search alignment and fragmentation penalty, the ``en`` parameters.
+
+    ``score`` gives ``meteor`` against the best of the references (the jar's choice, the first on
+    ties). ``corpus_score`` and ``experiment_score`` give ``corpus_meteor``: the jar's final score
+    from the items' summed statistics (what pycocoevalcap's ``compute_score`` returns first), not
+    the mean of item scores. The metadata has precision, recall, the penalty, chunks, words matched
+    by each module and the reference used.
+
+    The tables (function words, synonyms, the paraphrase table) are read from pycocoevalcap's
+    installed files (``pip install 'opik-metrics[meteor]'``) or from ``data`` (a folder holding
+    ``meteor-1.5.jar`` and ``paraphrase-en.gz``), parsed once per machine into a disk cache and
+    once per process; nothing is downloaded.
+
+    Args:
+        data: where the jar and paraphrase table are; None: pycocoevalcap's installed copy.
+        name: name of the item score (the corpus score is ``corpus_<name>``).
+        track: let Opik track the calls. project_name: Opik project of the tracked calls.
+
+    Examples:
+        >>> from opik_metrics import METEOR
+        >>> metric = METEOR(track=False)
+        >>> round(metric.score("a dog runs on the grass", ["a dog is running on grass"])[0].value, 4)
+        0.3346
+    """
+
+    card = MetricCard(
+        "meteor", "Meteor 1.5 per item, corpus METEOR in the aggregate (pycocoevalcap's numbers, no Java)",
+        group="METEOR options", options=(
+            Option("--meteor-data", "data",
+                   help="folder with meteor-1.5.jar and paraphrase-en.gz (default: pycocoevalcap's installed copy)"),
+        ))
+
+    def __init__(self, data: Any = None, name: str = "meteor", track: bool = True,
+                 project_name: str | None = None) -> None:
+        from opik_metrics.text.meteor import MeteorScorer     # the tables: only when a metric is built
+        self.engine: MeteorScorer = MeteorScorer(data)
+        self.signature = self.engine.signature
+        super().__init__(name=name, track=track, project_name=project_name)
+
+    def _score_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(self.name, bounds=(0.0, 1.0))]
+
+    def _corpus_facts(self) -> CorpusFacts:
+        from opik_metrics.text.meteor.corpus import FIELDS, meteor_from_statistics
+        return corpus_facts(f"corpus_{self.name}", self.name, FIELDS, meteor_from_statistics, bounds=(0.0, 1.0))
+
+    def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
+        segments = self.engine.score_batch(outputs, references)
+        return [[self._result(segment, refs)] for segment, refs in zip(segments, references)]
+
+    def _result(self, segment: MeteorSegment, refs: list[str]) -> ScoreResult:
+        from opik_metrics.text.meteor.corpus import flat_statistics
+        s = segment.statistics
+        return ScoreResult(
+            name=self.name, value=segment.score, reason=_reason(s.test_length, s.reference_length, segment.score),
+            metadata={"precision": segment.precision, "recall": segment.recall, "f_mean": segment.f_mean,
+                      "fragmentation": segment.fragmentation, "chunks": segment.chunks,
+                      "matches": segment.matches._asdict(), "best_reference": segment.reference,
+                      "n_references": len(refs), "statistics": list(flat_statistics(s)),
+                      "signature": self.signature})
+
+    def _corpus_reason(self, total: Statistics) -> str | None:
+        if not total.values[0]:
+            return "every output is empty after normalisation: corpus METEOR is 0 by the jar's definition"
+        if not total.values[1]:
+            return "every reference is empty after normalisation: corpus METEOR is 0 by the jar's definition"
+        return None
+
+
+def _reason(test_length: int, reference_length: int, value: float) -> str | None:
+    """Why an item takes a defined value: an output or reference with no words after the jar's
+    normalisation (its precision or recall is then undefined, and the jar gives 0)."""
+    if test_length and reference_length:
+        return None
+    what = ("output and reference have" if not test_length and not reference_length
+            else "output has" if not test_length else "reference has")
+    return f"{what} no words after normalisation: METEOR is {value!r} by the jar's definition"
