@@ -41,8 +41,8 @@ def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("experiment")
     g.add_argument("--experiment", required=True, metavar="NAME", help="experiment name (re-run to resume)")
     g.add_argument("--metric", "-m", action="append", metavar="NAME",
-                   help="metric from the catalog (repeatable; default rouge, bleu and cider; also coco, "
-                   "bertscore, clipscore)")
+                   help="metric from the catalog (repeatable; default rouge, bleu and cider; also meteor, "
+                   "coco (BLEU, METEOR, ROUGE_L, CIDEr), bertscore, clipscore)")
     g.add_argument("--bertscore-model", metavar="ID_OR_PATH", help="model for --metric bertscore")
     g.add_argument("--clip-model", metavar="ID_OR_PATH",
                    help="CLIP model for --metric clipscore (default openai/clip-vit-base-patch32); it scores "

@@ -1,12 +1,12 @@
-"""The COCO caption suite as an Opik metric: pycocoevalcap's BLEU-1..4, ROUGE_L and CIDEr under
-its own keys, per item and for the corpus, with no Java."""
+"""The COCO caption suite as an Opik metric: pycocoevalcap's BLEU-1..4, METEOR, ROUGE_L and CIDEr
+under its own keys, per item and for the corpus, with no Java."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts
 from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.card import MetricCard
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
 from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
 
@@ -17,19 +17,21 @@ CARRIER = "Bleu_4"        # the item result that holds the suite's statistics
 
 
 def _bounds(key: str) -> tuple[float, float]:
+    """CIDEr-D up to its own MAX_VALUE; the other keys are in [0, 1]."""
     from opik_metrics.text.cider import MAX_VALUE
     return (0.0, MAX_VALUE) if key == "CIDEr" else (0.0, 1.0)
 
 
 class COCOCaption(DocumentFrequencyMetric):
     """The numbers ``pycocoevalcap.eval.COCOEvalCap`` reports, under its keys ``Bleu_1``..``Bleu_4``,
-    ``ROUGE_L`` and ``CIDEr`` (CIDEr-D), after its PTB tokenisation, equal to its ``Bleu(4)``,
-    ``Rouge()`` and ``Cider()``. METEOR and SPICE are left out: they need Java (and SPICE a
-    Stanford CoreNLP download).
+    ``METEOR``, ``ROUGE_L`` and ``CIDEr`` (CIDEr-D), after its PTB tokenisation, equal to its
+    ``Bleu(4)``, ``Meteor()`` (Meteor 1.5 in Python: see ``METEOR``), ``Rouge()`` and ``Cider()``.
+    SPICE is left out: it needs Java and a Stanford CoreNLP download. ``meteor=False`` leaves
+    METEOR out too (its tables take seconds to load and 600 MB); a path says where Meteor's data is.
 
     Per item: pycocoevalcap's per-image values. ``corpus_score`` returns one ScoreResult per key,
     named ``corpus_<key>`` (BLEU from summed counts, as pycocoevalcap's corpus BLEU, not a mean;
-    ROUGE_L and CIDEr as means); ``coco_eval`` gives the same as a plain ``{key: value}`` dict.
+    METEOR from its summed statistics, the jar's final score; ROUGE_L and CIDEr as means); ``coco_eval`` gives the same as a plain ``{key: value}`` dict.
     ``df_references`` fixes CIDEr's document frequencies for one-at-a-time scoring (see ``CIDEr``).
     A ``name`` other than ``coco`` prefixes every key.
 
@@ -37,38 +39,42 @@ class COCOCaption(DocumentFrequencyMetric):
         >>> from opik_metrics import COCOCaption
         >>> coco = COCOCaption(track=False)
         >>> sorted(coco.coco_eval(["a dog runs", "a cat sleeps"], [["a dog is running"], ["the cat sleeps"]]))
-        ['Bleu_1', 'Bleu_2', 'Bleu_3', 'Bleu_4', 'CIDEr', 'ROUGE_L']
+        ['Bleu_1', 'Bleu_2', 'Bleu_3', 'Bleu_4', 'CIDEr', 'METEOR', 'ROUGE_L']
     """
 
     card = MetricCard(
-        "coco", "COCO caption suite: Bleu_1..4, ROUGE_L, CIDEr (pycocoevalcap's keys)",
-        options=(CAPTION_TOKENIZE,), every_reference="df_references")
+        "coco", "COCO caption suite: Bleu_1..4, METEOR, ROUGE_L, CIDEr (pycocoevalcap's keys)",
+        options=(CAPTION_TOKENIZE,
+                 Option("--coco-no-meteor", "meteor", action="store_false",
+                        help="leave METEOR out of the COCO suite (its tables take seconds and 600 MB)")),
+        every_reference="df_references")
 
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
-                 name: str = "coco", track: bool = True, project_name: str | None = None) -> None:
-        # numpy: only when a metric is built
-        from opik_metrics.text.coco import KEYS, CocoSuite
-        self.engine: CocoSuite = CocoSuite(tokenize=tokenize)
+                 meteor: Any = True, name: str = "coco", track: bool = True,
+                 project_name: str | None = None) -> None:
+        # numpy, Meteor's tables: only when a metric is built
+        from opik_metrics.text.coco import CocoSuite
+        self.engine: CocoSuite = CocoSuite(tokenize=tokenize, meteor=meteor)
         super().__init__(df_references, name=name, track=track, project_name=project_name)
-        self._names = {key: self._scored_name(key) for key in KEYS}
+        self._names = {key: self._scored_name(key) for key in self.engine.keys}
 
     def _score_facts(self) -> list[ScoreFacts]:
-        order = ("CIDEr", "Bleu_4", "Bleu_1", "Bleu_2", "Bleu_3", "ROUGE_L")
-        return [ScoreFacts(self._scored_name(k), bounds=_bounds(k)) for k in order]
+        order = ("CIDEr", "Bleu_4", "Bleu_1", "Bleu_2", "Bleu_3", "METEOR", "ROUGE_L")
+        return [ScoreFacts(self._scored_name(k), bounds=_bounds(k)) for k in order if k in self.engine.keys]
 
     def _corpus_facts(self) -> CorpusFacts:
         return self._corpus_of(CARRIER)
 
     def _more_corpus_facts(self) -> list[CorpusFacts]:
-        """corpus Bleu_1..3 from the summed counts (scores of their own); ROUGE_L and CIDEr are means."""
-        from opik_metrics.text.coco import KEYS
-        return [self._corpus_of(key) for key in KEYS if key != CARRIER]
+        """corpus Bleu_1..3 and METEOR from summed statistics (scores of their own); ROUGE_L and
+        CIDEr are means."""
+        return [self._corpus_of(key) for key in self.engine.keys if key != CARRIER]
 
     def _corpus_of(self, key: str) -> CorpusFacts:
         from opik_metrics.text.coco import FIELDS, coco_from_statistics
         return corpus_facts(f"corpus_{self._scored_name(key)}", self._scored_name(CARRIER), FIELDS,
                             coco_from_statistics, {"key": key}, bounds=_bounds(key),
-                            is_mean=not key.startswith("Bleu_"))
+                            is_mean=key in ("ROUGE_L", "CIDEr"))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         context = self._context_for(references)
@@ -84,14 +90,14 @@ class COCOCaption(DocumentFrequencyMetric):
 
     def from_statistics(self, total: Statistics) -> list[ScoreResult]:  # type: ignore[override]
         """Every corpus value from summed statistics, one ScoreResult per key (``corpus_<key>``)."""
-        from opik_metrics.text.coco import FIELDS, KEYS, coco_from_statistics
+        from opik_metrics.text.coco import FIELDS, coco_from_statistics
         if total.fields != FIELDS:
             raise MetricInputError(f"{self.name}: statistics of fields {total.fields} are not this metric's")
         metadata = {"statistics": list(total.values), "signature": self.signature}
         one_image = self._corpus_reason(total)
         return [ScoreResult(name=f"corpus_{self._names[key]}", value=coco_from_statistics(total.values, key=key),
                             reason=one_image if key == "CIDEr" else None, metadata={**metadata, "key": key})
-                for key in KEYS]
+                for key in self.engine.keys]
 
     def corpus_score(self, outputs: Sequence[str],
                      references: Sequence[Any] | None = None) -> list[ScoreResult]:
@@ -102,6 +108,5 @@ class COCOCaption(DocumentFrequencyMetric):
         return self.from_statistics(sum(stats[1:], stats[0]))
 
     def coco_eval(self, outputs: Sequence[str], references: Sequence[Any]) -> dict[str, float]:
-        """``{key: value}`` as ``COCOEvalCap.eval`` holds it (METEOR and SPICE left out)."""
-        from opik_metrics.text.coco import KEYS
-        return {key: r.value for key, r in zip(KEYS, self.corpus_score(outputs, references))}
+        """``{key: value}`` as ``COCOEvalCap.eval`` holds it (SPICE left out)."""
+        return {key: r.value for key, r in zip(self.engine.keys, self.corpus_score(outputs, references))}

@@ -68,7 +68,7 @@ def test_coco_caption_items_and_corpus_equal_pycocoevalcap():
 def test_coco_caption_prefixes_its_keys_under_another_name():
     coco = COCOCaption(tokenize="none", name="val", track=False)
     assert [r.name for r in coco.score_batch(TOK_CANDS[:1], TOK_REFS[:1])[0]] == [
-        "val_Bleu_1", "val_Bleu_2", "val_Bleu_3", "val_Bleu_4", "val_ROUGE_L", "val_CIDEr"]
+        "val_Bleu_1", "val_Bleu_2", "val_Bleu_3", "val_Bleu_4", "val_METEOR", "val_ROUGE_L", "val_CIDEr"]
     assert coco.facts.corpus.name == "corpus_val_Bleu_4"
 
 
@@ -142,8 +142,9 @@ def test_coco_caption_declares_every_corpus_score_and_compare_recomputes_them(tm
     coco = COCOCaption(tokenize="none", track=False)
     facts = coco.facts
     assert [c.name for c in facts.corpora] == ["corpus_Bleu_4", "corpus_Bleu_1", "corpus_Bleu_2", "corpus_Bleu_3",
-                                               "corpus_ROUGE_L", "corpus_CIDEr"]
-    assert [c.name for c in facts.own_corpora] == ["corpus_Bleu_4", "corpus_Bleu_1", "corpus_Bleu_2", "corpus_Bleu_3"]
+                                               "corpus_METEOR", "corpus_ROUGE_L", "corpus_CIDEr"]
+    assert [c.name for c in facts.own_corpora] == ["corpus_Bleu_4", "corpus_Bleu_1", "corpus_Bleu_2", "corpus_Bleu_3",
+                                                   "corpus_METEOR"]
     assert facts.score("corpus_CIDEr").bounds == (0.0, 10.0)
     assert MetricFacts.from_dict(json.loads(json.dumps(facts.as_dict()))).as_dict() == facts.as_dict()
 
@@ -160,3 +161,5 @@ def test_coco_caption_declares_every_corpus_score_and_compare_recomputes_them(tm
         assert entry["value"] == pytest.approx(ORACLE[f"Bleu_{k + 1}"][0], abs=1e-9)   # pycocoevalcap's corpus BLEU
         assert entry["low"] <= entry["value"] <= entry["high"]
     assert comparison["pairs"][0]["metrics"]["corpus_Bleu_2"]["better"] == "good"
+    if "METEOR" in ORACLE:                     # the jar's final score, recomputed from the stored statistics
+        assert comparison["scores"]["corpus_METEOR"]["good"]["value"] == pytest.approx(ORACLE["METEOR"][0], abs=1e-9)

@@ -121,9 +121,11 @@ def test_cli_caption_list_show_without_touching_the_network(tmp_path, caption_ts
                  "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["items"], summary["failed_items"], summary["backend"]) == (6, 1, "local")
-    assert _cli(["caption", "--tsv", tsv_url, "--limit", "3", "--experiment", "second", "-m", "rouge", *common]) == 0
+    assert _cli(["caption", "--tsv", tsv_url, "--limit", "3", "--experiment", "second", "-m", "rouge", "-m", "meteor",
+                 *common]) == 0
     table = capsys.readouterr().out
     assert "experiment second (local)" in table and "rouge1_f1" in table and "bleu" not in table
+    assert "corpus_meteor" in table
 
     assert _cli(["experiments", "list", "--store", store, "--format", "json"]) == 0
     listing = json.loads(capsys.readouterr().out)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
+from functools import lru_cache
 
 from pycocoevalcap.bleu.bleu import Bleu
 from pycocoevalcap.cider.cider import Cider
@@ -19,12 +21,23 @@ def oracle_cider(candidates, references):
     return float(score), [float(s) for s in scores]
 
 
+@lru_cache(maxsize=None)
+def _meteor():
+    """pycocoevalcap's Meteor: one JVM (and one load of its paraphrase table) per test process."""
+    from pycocoevalcap.meteor.meteor import Meteor
+    return Meteor()
+
+
 def oracle_coco(candidates, references):
-    """{key: (corpus, per-item)} for Bleu_1..4, ROUGE_L and CIDEr of tokenised captions."""
+    """{key: (corpus, per-item)} for Bleu_1..4, METEOR (where Java is), ROUGE_L and CIDEr of
+    tokenised captions."""
     gts, res = _dicts(candidates, references)
     with contextlib.redirect_stdout(io.StringIO()):      # Bleu prints its counts
         bleu, bleus = Bleu(4).compute_score(gts, res)
     out = {f"Bleu_{k + 1}": (float(bleu[k]), [float(x) for x in bleus[k]]) for k in range(4)}
+    if shutil.which("java"):
+        meteor, meteors = _meteor().compute_score(gts, res)
+        out["METEOR"] = (float(meteor), [float(x) for x in meteors])
     rouge, rouges = Rouge().compute_score(gts, res)
     out["ROUGE_L"] = (float(rouge), [float(x) for x in rouges])
     out["CIDEr"] = oracle_cider(candidates, references)
