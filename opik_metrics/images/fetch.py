@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 import requests
@@ -494,15 +494,24 @@ class ImageFetcher:
             pass  # the failure is still reported; only the cache entry is lost
 
     def fetch_many(self, urls: Sequence[str], progress: bool = True) -> list[FetchedImage]:
-        """Every URL (each distinct one fetched once), in order; ``workers`` at a time.
+        """Every URL (each distinct one fetched once), in order; ``workers`` at a time."""
+        distinct = list(dict.fromkeys(str(u) for u in urls))
+        results = dict(zip(distinct, self.fetch_in_order(distinct, progress=progress)))
+        return [results[str(u)] for u in urls]
+
+    def fetch_in_order(self, urls: Sequence[str], progress: bool = True) -> Iterator[FetchedImage]:
+        """Each distinct URL's result, in the order given, as soon as it and those before it are
+        done: the workers go on fetching while the caller works on what it was handed (captions
+        one batch while the next batch downloads).
 
         The workers are daemon threads: Ctrl-C (KeyboardInterrupt) propagates at once, they take
-        no new URL and give up the download in hand, and they never keep the process alive.
+        no new URL and give up the download in hand, and they never keep the process alive; a
+        caller that stops early (the iterator closed) stops them the same way.
         """
         distinct = list(dict.fromkeys(str(u) for u in urls))
         results: dict[str, FetchedImage] = {}
         if not distinct:
-            return []
+            return
         if any(check_url(url) is None for url in distinct):
             self.check_cache()     # raised here, once, before any worker starts a download
         todo: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -525,10 +534,11 @@ class ImageFetcher:
 
         for k in range(min(self.workers, len(distinct))):
             threading.Thread(target=work, name=f"opik-metrics-fetch-{k}", daemon=True).start()
+        handed = 0
         try:
             with tqdm(total=len(distinct), desc="fetching images", unit="image", disable=not progress,
                       leave=False) as bar:
-                while len(results) < len(distinct):
+                while handed < len(distinct):
                     try:
                         url, outcome = done.get(timeout=0.2)   # a short wait keeps Ctrl-C prompt
                     except queue.Empty:
@@ -537,9 +547,11 @@ class ImageFetcher:
                         raise outcome
                     results[url] = outcome
                     bar.update(1)
+                    while handed < len(distinct) and distinct[handed] in results:
+                        yield results.pop(distinct[handed])
+                        handed += 1
         finally:
             cancel.set()
-        return [results[str(u)] for u in urls]
 
 
 def _read_only_mount(path: Path) -> bool:

@@ -1,5 +1,5 @@
 """The captioning task for the experiment runner: ``prepare`` fetches a chunk's images in
-parallel and captions them in batches; calling the task on one item returns its caption from
+parallel and captions them in batches as they arrive (a batch is captioned while the next downloads); calling the task on one item returns its caption from
 ``generate_caption``, an Opik span with the image attached and the model and settings in metadata.
 """
 from __future__ import annotations
@@ -63,34 +63,41 @@ class CaptionTask:
             elif url not in self._ready:
                 wanted.setdefault(url, []).append(k)
         urls = list(wanted)
-        fetched = self.fetcher.fetch_many(urls, progress=self.progress)
-        good = []
-        for url, result in zip(urls, fetched):
-            if result.ok:
-                good.append(result)
-            else:
-                failures.update({k: ItemFailure("fetch", result.error or "unknown error") for k in wanted[url]})
-        for url, failure in self._caption(good).items():
+        caption_failures: dict[str, ItemFailure] = {}
+        size = self.captioner.batch_size
+        batch: list[FetchedImage] = []
+        # images come in the order of the chunk while the fetcher's workers go on downloading, so
+        # each batch is captioned while the next one arrives; batches are the same as fetching
+        # everything first would give (the chunk's fetched images, in order, ``size`` at a time)
+        with tqdm(total=len(urls), desc="captioning", unit="image", disable=not self.progress, leave=False) as bar:
+            for url, result in zip(urls, self.fetcher.fetch_in_order(urls, progress=self.progress)):
+                if result.ok:
+                    batch.append(result)
+                else:
+                    failures.update({k: ItemFailure("fetch", result.error or "unknown error") for k in wanted[url]})
+                    bar.update(1)
+                if len(batch) == size:
+                    caption_failures.update(self._caption_batch(batch))
+                    bar.update(len(batch))
+                    batch = []
+            if batch:
+                caption_failures.update(self._caption_batch(batch))
+                bar.update(len(batch))
+        for url, failure in caption_failures.items():
             failures.update({k: failure for k in wanted[url]})
         return failures
 
-    def _caption(self, images: list[FetchedImage]) -> dict[str, ItemFailure]:
-        """Caption fetched images in batches; a failing batch is retried image by image."""
+    def _caption_batch(self, batch: list[FetchedImage]) -> dict[str, ItemFailure]:
+        """Caption one batch of fetched images; a failing batch is retried image by image."""
         failures: dict[str, ItemFailure] = {}
-        size = self.captioner.batch_size
-        with tqdm(total=len(images), desc="captioning", unit="image", disable=not self.progress,
-                  leave=False) as bar:
-            for start in range(0, len(images), size):
-                batch = images[start:start + size]
-                loaded, usable = [], []
-                for fetched in batch:
-                    try:
-                        loaded.append(load_image(fetched.path, self.fetcher.max_pixels))
-                        usable.append(fetched)
-                    except (OSError, ValueError) as exc:
-                        failures[fetched.url] = ItemFailure("fetch", f"cached image unreadable: {exc}")
-                failures.update(self._generate_batch(usable, loaded))
-                bar.update(len(batch))
+        loaded, usable = [], []
+        for fetched in batch:
+            try:
+                loaded.append(load_image(fetched.path, self.fetcher.max_pixels))
+                usable.append(fetched)
+            except (OSError, ValueError) as exc:
+                failures[fetched.url] = ItemFailure("fetch", f"cached image unreadable: {exc}")
+        failures.update(self._generate_batch(usable, loaded))
         return failures
 
     def _generate_batch(self, fetched: list[FetchedImage], images: list[Any]) -> dict[str, ItemFailure]:
