@@ -31,9 +31,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from opik_metrics.experiments.store import StoreError
     from opik_metrics.neural.models.registry import ModelNotAvailableError
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
+    from opik_metrics.text.meteor.resources import MeteorDataError
 
     return (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-            DatasetSourceError, ClusterError, ValueError)
+            DatasetSourceError, ClusterError, MeteorDataError, ValueError)
 
 
 def check_arguments(argv: Sequence[str]) -> None:

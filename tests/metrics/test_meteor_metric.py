@@ -140,3 +140,13 @@ def test_the_cli_scores_meteor_as_the_jar(tmp_path, cases, jar, capsys):
     final, per_item = _jar(jar, outputs, references)
     assert got["aggregate"]["corpus_meteor"] == pytest.approx(final, abs=TOL)
     assert [item["meteor"] for item in got["items"]] == pytest.approx(per_item, abs=TOL)
+
+
+def test_the_cli_says_in_one_line_that_meteors_data_is_missing(tmp_path, capsys):
+    from opik_metrics.cli import main
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"output": "a dog", "reference": "a dog runs"}\n', encoding="utf-8")
+    assert main(["score", "--input", str(path), "-m", "meteor", "--meteor-data", str(tmp_path / "none"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "meteor-1.5.jar" in err[0] and "pycocoevalcap" in err[0]
