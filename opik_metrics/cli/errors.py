@@ -31,10 +31,13 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from opik_metrics.experiments.store import StoreError
     from opik_metrics.neural.models.registry import ModelNotAvailableError
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
-    from opik_metrics.text.meteor.resources import MeteorDataError
 
-    return (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-            DatasetSourceError, ClusterError, MeteorDataError, ValueError)
+    light = (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
+             DatasetSourceError, ClusterError, ValueError)
+    # Meteor's tables module imports numpy: it is loaded whenever it could have raised, so its
+    # error is looked up, never imported here (a usage error stays light)
+    meteor = sys.modules.get("opik_metrics.text.meteor.resources")
+    return (*light, meteor.MeteorDataError) if meteor is not None else light
 
 
 def check_arguments(argv: Sequence[str]) -> None:
