@@ -62,18 +62,19 @@ class METEOR(ReferenceMetric):
         return corpus_facts(f"corpus_{self.name}", self.name, FIELDS, meteor_from_statistics, bounds=(0.0, 1.0))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        segments = self.engine.score_batch(outputs, references)
-        return [[self._result(segment, refs)] for segment, refs in zip(segments, references)]
-
-    def _result(self, segment: MeteorSegment, refs: list[str]) -> ScoreResult:
         from opik_metrics.text.meteor.corpus import flat_statistics
+        segments = self.engine.score_batch(outputs, references)
+        return [[self._result(segment, refs, flat_statistics(segment.statistics))]
+                for segment, refs in zip(segments, references)]
+
+    def _result(self, segment: MeteorSegment, refs: list[str], statistics: tuple[float, ...]) -> ScoreResult:
         s = segment.statistics
         return ScoreResult(
             name=self.name, value=segment.score, reason=_reason(s.test_length, s.reference_length, segment.score),
             metadata={"precision": segment.precision, "recall": segment.recall, "f_mean": segment.f_mean,
                       "fragmentation": segment.fragmentation, "chunks": segment.chunks,
                       "matches": segment.matches._asdict(), "best_reference": segment.reference,
-                      "n_references": len(refs), "statistics": list(flat_statistics(s)),
+                      "n_references": len(refs), "statistics": list(statistics),
                       "signature": self.signature})
 
     def _corpus_reason(self, total: Statistics) -> str | None:
