@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mimetypes
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -69,8 +70,10 @@ class CaptionTask:
         # images come in the order of the chunk while the fetcher's workers go on downloading, so
         # each batch is captioned while the next one arrives; batches are the same as fetching
         # everything first would give (the chunk's fetched images, in order, ``size`` at a time)
-        with tqdm(total=len(urls), desc="captioning", unit="image", disable=not self.progress, leave=False) as bar:
-            for url, result in zip(urls, self.fetcher.fetch_in_order(urls, progress=self.progress)):
+        fetched = self.fetcher.fetch_in_order(urls, progress=self.progress)
+        with closing(fetched), tqdm(total=len(urls), desc="captioning", unit="image", disable=not self.progress,
+                                    leave=False) as bar:
+            for url, result in zip(urls, fetched):   # closed on any exit: its workers stop at once
                 if result.ok:
                     batch.append(result)
                 else:
