@@ -73,10 +73,11 @@ class CocoSuite:
             c, rs = tokens[cand].split(), [tokens[r].split() for r in refs]
             bleu_stats = bleu_statistics(c, rs)
             rouge = coco_rouge_l(c, rs)
+            values = dict(zip(KEYS[:4], bleu_values(bleu_stats)))
+            if meteor is not None:
+                values["METEOR"] = meteor.score
+            values.update(ROUGE_L=rouge, CIDEr=cider.value)
             meteor_stats = flat_statistics(meteor.statistics) if meteor is not None else (0.0,) * len(METEOR_FIELDS)
-            values = dict(zip(KEYS, (*bleu_values(bleu_stats), meteor.score if meteor is not None else 0.0, rouge, cider.value)))
-            if meteor is None:
-                del values["METEOR"]
             reasons = {} if c else {key: _empty_output_reason(key, values[key]) for key in values if key != "CIDEr"}
             if c and not any(rs):
                 reasons["ROUGE_L"] = "no reference has tokens after tokenisation: ROUGE_L is 0 by definition"
