@@ -3,6 +3,7 @@ reused) and ``opik.evaluate`` with the experiment config and experiment-level sc
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import time
@@ -14,7 +15,8 @@ import opik
 from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.core.numbers import is_number
-from opik_metrics.experiments.scoring import ExperimentScorer
+from opik_metrics.experiments.scoring import ExperimentScorer, as_results
+from opik_metrics.experiments.storable_scores import storable_metrics
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.experiments.tasks import ItemFailure, Task, prepare_chunk
 
@@ -46,6 +48,14 @@ def _prepare_all(task: Task, items: Sequence[dict], chunk_size: int) -> dict[int
         chunk_failures = prepare_chunk(task, items[start:start + chunk_size])
         failures.update({start + k: f for k, f in chunk_failures.items()})
     return failures
+
+
+def _storable_scorer(scorer: ExperimentScorer) -> ExperimentScorer:
+    """An experiment-level scorer whose results an Opik server cannot store are marked failed."""
+    @functools.wraps(scorer)
+    def scored(test_results: list) -> list:
+        return as_results(scorer(test_results))
+    return scored
 
 
 def _means(test_results: Sequence[Any]) -> dict[str, float]:
@@ -80,9 +90,9 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
     # another HTTP service keeps its own exception
     with server_errors(url, f"the experiment {name!r}", transport=False):
         result = opik.evaluate(
-            dataset=dataset, task=task, scoring_metrics=list(metrics), experiment_name=name,
+            dataset=dataset, task=task, scoring_metrics=storable_metrics(metrics), experiment_name=name,
             project_name=project_name, verbose=1 if progress else 0, task_threads=task_threads,
-            dataset_item_ids=ids, experiment_scoring_functions=list(scorers),
+            dataset_item_ids=ids, experiment_scoring_functions=[_storable_scorer(s) for s in scorers],
             experiment_config={**config, "items": len(items), "failed_items": len(failed),
                                "failure_reasons": dict(reasons.most_common(20))},
         )

@@ -8,13 +8,15 @@ from typing import Any, Callable, Sequence
 from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 
 from opik_metrics.core import facts_of
+from opik_metrics.metrics.server_range import mark_unstorable
 
 ExperimentScorer = Callable[[list], Any]
 
 
 def as_results(value: Any) -> list[ScoreResult]:
-    """A metric's return value as a list of ScoreResults."""
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    """A metric's return value as a list of ScoreResults, any value an Opik server cannot store
+    marked failed (``metrics/server_range.py``): a user's metric may return inf or 1e12 too."""
+    return mark_unstorable(value if isinstance(value, (list, tuple)) else [value])
 
 
 def failed_result(name: str, exc: BaseException) -> ScoreResult:
@@ -61,7 +63,7 @@ def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[list[tup
             if batch is not None and len(batch) != len(inputs):
                 batch = None
         for k, item in enumerate(inputs):
-            results = batch[k] if batch is not None else _score_one(metric, item)
+            results = as_results(batch[k]) if batch is not None else _score_one(metric, item)
             per_item[k].extend((metric.name, r) for r in results)
     return per_item
 

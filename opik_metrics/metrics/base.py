@@ -15,11 +15,17 @@ from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, Score
 from opik_metrics.metrics.card import MetricCard, register
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
+from opik_metrics.metrics.server_range import SCORE_LIMIT, mark_unstorable, unsent, value_of
 
 if TYPE_CHECKING:
     from opik_metrics.metrics.parallel import Kernel
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
+
+
+def _within_server_range(bounds: tuple[Any, Any]) -> bool:
+    """Whether declared ``bounds`` keep every value within what an Opik server stores."""
+    return all(isinstance(b, (int, float)) and abs(b) <= SCORE_LIMIT for b in bounds)
 
 
 def _length(items: Any) -> int:
@@ -65,6 +71,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
                                  scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
                                  corpus=self._corpus_facts(), signature=self.signature,
                                  more_corpora=tuple(self._more_corpus_facts()))
+        self._range_checked = not all(_within_server_range(f.bounds) for f in self.facts.scores)
 
     # -- what the metric states -------------------------------------------------------------
 
@@ -97,6 +104,14 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
                     references: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
         """One ``list[ScoreResult]`` per item, in order."""
 
+    def _storable(self, items: list[list[ScoreResult]]) -> list[list[ScoreResult]]:
+        """``items`` with every result an Opik server cannot store marked failed (``server_range``);
+        a metric whose facts bound all its scores within the server's range needs no look."""
+        if self._range_checked:
+            for results in items:
+                mark_unstorable(results)
+        return items
+
     # -- the corpus context ------------------------------------------------------------------
 
     @property
@@ -118,7 +133,8 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
 
     def _owns(self, result: ScoreResult) -> bool:
         """Whether ``result`` was made by this configuration (its signature), not another metric's."""
-        return not result.scoring_failed and (result.metadata or {}).get("signature") == self.signature
+        return ((not result.scoring_failed or unsent(result))
+                and (result.metadata or {}).get("signature") == self.signature)
 
     def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
         """The statistics of one item from its ScoreResults (as ``score`` returned them, or as Opik
@@ -126,7 +142,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         corpus = self._require_corpus()
         by_name = {r.name: r for r in results if self._owns(r)}
         if corpus.is_mean:
-            return Statistics(corpus.fields, (*(float(by_name[f].value) for f in corpus.fields[:-1]), 1))
+            return Statistics(corpus.fields, (*(value_of(by_name[f]) for f in corpus.fields[:-1]), 1))
         carrier = by_name.get(corpus.carrier)
         metadata = carrier.metadata if carrier is not None else None
         if metadata is None or "statistics" not in metadata:
@@ -152,8 +168,9 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         if corpus.is_mean:
             n = total.values[-1]
             metadata["means"] = {f: v / n for f, v in zip(corpus.fields[:-1], total.values)}
-        return ScoreResult(name=corpus.name, value=self.corpus_value(total), reason=self._corpus_reason(total),
-                           metadata=metadata)
+        result = ScoreResult(name=corpus.name, value=self.corpus_value(total), reason=self._corpus_reason(total),
+                             metadata=metadata)
+        return mark_unstorable([result])[0]
 
     def _corpus_reason(self, total: Statistics) -> str | None:
         """Why a corpus score takes a defined value instead of a computed one (None: it does not)."""
@@ -238,7 +255,7 @@ class ReferenceMetric(PackMetric):
         """Score one output against its reference(s)."""
         out = require_text(output, "output")
         refs = require_references(reference, "reference")
-        return self._score_items([out], [refs])[0]
+        return self._storable(self._score_items([out], [refs]))[0]
 
     def score_batch(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]] | None = None, *,
                     workers: int | None = None) -> list[list[ScoreResult]]:
@@ -265,10 +282,10 @@ class ReferenceMetric(PackMetric):
                     results: list[list[ScoreResult]] = []
                     for start, stop, values in parallel.run_kernel(kernel, outs, refs, processes):
                         results += self._results_from_kernel(outs[start:stop], refs[start:stop], values)
-                    return results
+                    return self._storable(results)
                 except parallel.StayInProcess:     # nothing of a partial run is kept
                     pass
-            return self._score_items(outs, refs)
+            return self._storable(self._score_items(outs, refs))
 
     @abc.abstractmethod
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
@@ -309,7 +326,7 @@ class ReferenceFreeMetric(PackMetric):
         else:
             raise MetricInputError(f"field {self.text_field!r}: missing from the scoring inputs "
                                    f"(got {sorted(['output', *ignored_kwargs])})")
-        return self._score_items([require_text(value, self.text_field)])[0]
+        return self._storable(self._score_items([require_text(value, self.text_field)]))[0]
 
     def score_batch(self, outputs: Sequence[str],
                     references: Sequence[Any] | None = None) -> list[list[ScoreResult]]:
@@ -317,7 +334,7 @@ class ReferenceFreeMetric(PackMetric):
         outs, _ = require_batch(outputs, None)
         if not outs:
             return []
-        return self._score_items(outs)
+        return self._storable(self._score_items(outs))
 
     def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
         texts = [require_text(scoring_inputs(tr).get(self.text_field), self.text_field, k)

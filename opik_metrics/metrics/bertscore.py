@@ -95,7 +95,7 @@ class BERTScore(ReferenceMetric):
         return self._batcher.submit((out, refs))
 
     def _score_pairs(self, pairs: list[tuple[str, list[str]]]) -> list[list[ScoreResult]]:
-        return self._score_items([p[0] for p in pairs], [p[1] for p in pairs])
+        return self._storable(self._score_items([p[0] for p in pairs], [p[1] for p in pairs]))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         scored = self.engine.score(outputs, references)

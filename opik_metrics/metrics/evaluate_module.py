@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, Statistics, require_batch, require_references,
                                require_text)
 from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metrics.server_range import mark_unstorable
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable, EvaluateScriptError,
                                                           load_evaluate_module)
 
@@ -124,6 +125,7 @@ class EvaluateMetric(ReferenceMetric):
         self._result_names = {k: (name if len(self.keys) == 1 else f"{name}_{k}") for k in self.keys}
         self.signature = self._signature(evaluate)
         super().__init__(name=name, track=track, project_name=project_name)
+        self._range_checked = True      # its values come from the module, whatever bounds were declared
         self.facts = dataclasses.replace(self.facts, whole_set_corpora=tuple(
             ScoreFacts(f"corpus_{self._result_names[k]}", self._directions[k], bounds=self._bounds[k])
             for k in self.keys))
@@ -150,7 +152,7 @@ class EvaluateMetric(ReferenceMetric):
         """Score one output against its reference(s)."""
         out = require_text(output, "output")
         refs = require_references(reference, "reference")
-        return self._scored([out], [refs], [None])[0]
+        return self._storable(self._scored([out], [refs], [None]))[0]
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         return self._scored(outputs, references, range(len(outputs)))
@@ -243,8 +245,8 @@ class EvaluateMetric(ReferenceMetric):
         with self._lock:
             raw = self._call(outs, args, f"the corpus of {len(outs)} items")
         metadata = {"signature": self.signature, "module_output": _jsonable(raw), "n_items": len(outs)}
-        made = [self._result(f"corpus_{self._result_names[k]}", raw, k, f"the corpus of {len(outs)} items", metadata)
-                for k in self.keys]
+        made = mark_unstorable([self._result(f"corpus_{self._result_names[k]}", raw, k,
+                                             f"the corpus of {len(outs)} items", metadata) for k in self.keys])
         return made[0] if len(made) == 1 else made
 
     def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:

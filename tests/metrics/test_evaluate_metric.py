@@ -418,8 +418,9 @@ def test_a_value_that_is_not_finite_is_kept_with_a_reason(scripts):
     metric = EvaluateMetric(scripts["undefined"], track=False)
     defined, undefined = metric.score_batch(["a", ""], ["a", "b"])
     assert defined[0].value == 1.0 and defined[0].reason is None
-    assert undefined[0].value != undefined[0].value                         # NaN, as the module says
-    assert undefined[0].reason == "the evaluate module 'undefined' returned nan for 'ratio'"
+    assert undefined[0].metadata["unsent_value"] == "nan"                   # NaN, as the module says,
+    assert undefined[0].scoring_failed and undefined[0].value == 0.0        # failed: no Opik server stores it
+    assert undefined[0].reason.startswith("the evaluate module 'undefined' returned nan for 'ratio'; nan is not a")
 
 
 def test_bad_options_fail_when_the_metric_is_built(scripts):
@@ -619,7 +620,8 @@ def test_two_experiments_compare_on_item_scores_and_report_the_corpus_score_as_r
 def test_a_modules_own_failures_are_named_as_its_own(scripts):
     """A script that raises, that defines no module class, or whose compute fails on the probe is
     named as the module's failure (not as a module that is not there); an integer beyond a float's
-    range is infinite with a reason that says so."""
+    range is infinite with a reason that says so, and failed with its value kept in the metadata,
+    since no Opik server stores it."""
     from opik_metrics.neural.models.evaluate_loading import EvaluateScriptError
 
     with pytest.raises(EvaluateScriptError, match="defines no module class: its script needs a subclass of evaluate"):
@@ -629,4 +631,6 @@ def test_a_modules_own_failures_are_named_as_its_own(scripts):
     with pytest.raises(EvaluateScriptError, match="its compute on a probe item failed"):
         EvaluateMetric(scripts["probe_fails"], track=False)
     (result,) = EvaluateMetric(scripts["huge"], track=False).score("a", "a")
-    assert result.value == float("inf") and "an integer of about 401 digits, beyond a float's range" in result.reason
+    assert "an integer of about 401 digits, beyond a float's range" in result.reason
+    assert result.scoring_failed and result.value == 0.0 and result.metadata["unsent_value"] == "inf"
+    assert "not a score an Opik server stores" in result.reason
