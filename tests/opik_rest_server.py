@@ -8,6 +8,15 @@ reads it back through the SDK. ``fail_next(method, pattern, status)`` makes requ
 Experiments are seeded from the local store, shaped as ``opik.evaluate`` leaves them on a server:
 a dataset item per distinct input, an experiment item per item with its feedback scores, and one
 span per metric whose output holds the ScoreResults (metadata included).
+
+Beyond the SDK's models the server applies the backend's own rules (tests/opik_server_rules.py, each
+with the Opik source it comes from): every body is read as the backend's JSON mapper reads it (a
+body it cannot read is a 400 recorded in ``invalid``), BigDecimal fields are rounded as it rounds
+them, a feedback-score batch with one bad score is refused whole. It serves what the SDK's
+background streamer sends (trace and span batches and updates, trace and span feedback-score
+batches), so ``opik.evaluate`` and ``client.trace(...)`` run against it without the in-memory
+emulator; an experiment item reads its trace's input, output and feedback scores, as the real
+server joins them.
 """
 from __future__ import annotations
 
@@ -17,9 +26,10 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pydantic
+from opik.api_objects import opik_client
 from opik.id_helpers import generate_id
 from opik.rest_api.types.dashboard_page_public import DashboardPagePublic
 from opik.rest_api.types.dashboard_public import DashboardPublic
@@ -38,9 +48,17 @@ from opik.rest_api.types.experiment_item import ExperimentItem
 from opik.rest_api.types.experiment_public import ExperimentPublic
 from opik.rest_api.types.experiment_score import ExperimentScore
 from opik.rest_api.types.experiment_update import ExperimentUpdate
+from opik.rest_api.types.feedback_score_batch_item import FeedbackScoreBatchItem
 from opik.rest_api.types.project_detailed import ProjectDetailed
 from opik.rest_api.types.span_public import SpanPublic
+from opik.rest_api.types.span_update import SpanUpdate
+from opik.rest_api.types.span_write import SpanWrite
+from opik.rest_api.types.trace_public import TracePublic
+from opik.rest_api.types.trace_update import TraceUpdate
+from opik.rest_api.types.trace_write import TraceWrite
 from opik.rest_api.types.workspace_name_holder import WorkspaceNameHolder
+
+from tests import opik_server_rules as rules
 
 _NOW = "2026-11-25T00:00:00Z"
 
@@ -68,30 +86,59 @@ def _public(model: type[pydantic.BaseModel], data: dict) -> dict:
     return data
 
 
+_DEFAULT_PROJECT_ID = "01a20000-0000-7000-8000-000000000001"
+
+
+def _object(body: Any, what: str) -> dict:
+    """``body`` when it is a JSON object (what Jackson maps onto a record), else a 400."""
+    if not isinstance(body, dict):
+        raise rules.Refused(f"Unable to process JSON. {what}: expected a JSON object", rules.BAD_REQUEST)
+    return body
+
+
+def _check_keys(body: Any, allowed: set[str], what: str) -> dict:
+    """``body`` an object with no key outside ``allowed`` (a request the SDK has no model for)."""
+    _object(body, what)
+    unknown = set(body) - allowed
+    if unknown:
+        raise ValueError(f"{what}: unknown fields {sorted(unknown)}")
+    return body
+
+
 class OpikRestServer:
     """The state and the HTTP server; ``url`` is the API base (what OPIK_URL_OVERRIDE holds)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.projects: dict[str, dict] = {}
         self.experiments: dict[str, dict] = {}
         self.datasets: dict[str, dict] = {}
         self.dataset_items: dict[str, list[dict]] = {}
         self.experiment_items: dict[str, list[dict]] = {}
-        self.spans: dict[str, list[dict]] = {}
+        self.traces: dict[str, dict] = {}
+        self.spans: dict[str, list[dict]] = {}                  # trace id -> its spans
+        self.feedback_scores: dict[tuple[str, str], dict[str, dict]] = {}   # (trace|span, id) -> name -> score
         self.dashboards: dict[str, dict] = {}
+        self.attachments: list[dict] = []                       # each: its upload-start fields and data
         self.requests: list[tuple[str, str, Any]] = []
         self.invalid: list[str] = []
         self.unexpected: list[str] = []
         self._failures: list[tuple[str, re.Pattern, int]] = []
+        self.project(rules.DEFAULT_PROJECT, _DEFAULT_PROJECT_ID)
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/api"
 
     def __enter__(self) -> "OpikRestServer":
+        # The SDK keeps one global client (opik.evaluate, @track): one left by an earlier test would
+        # send to that test's server. Cleared here, the next one reads the URL the test sets.
+        opik_client.reset_global_client()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        opik_client.reset_global_client()        # ends it: what it still holds reaches this server
         self._http.shutdown()
         self._http.server_close()
 
@@ -106,9 +153,15 @@ class OpikRestServer:
 
     def writes(self) -> list[tuple[str, str, Any]]:
         return [r for r in self.requests if r[0] in ("POST", "PATCH", "PUT", "DELETE")
-                and not r[1].endswith(("/stream", "/retrieve", "/spans/search"))]
+                and not r[1].endswith(("/stream", "/retrieve", "/search"))]
 
     # ---- seeding ------------------------------------------------------------------------
+
+    def project(self, name: str, project_id: str | None = None) -> dict:
+        """Project ``name``, created when it is not there (as the backend's getOrCreate does)."""
+        if name not in self.projects:
+            self.projects[name] = {"id": project_id or generate_id(), "name": name, "created_at": _NOW}
+        return self.projects[name]
 
     def add_dataset(self, name: str, rows: list[dict]) -> str:
         """A dataset of ``rows`` (each an item's data)."""
@@ -120,17 +173,20 @@ class OpikRestServer:
     def add_experiment(self, name: str, dataset: str, config: dict, experiment_scores: dict[str, float],
                        items: list[dict]) -> str:
         """An experiment on ``dataset``; each item: ``input``, ``output``, ``scores`` (list of
-        ScoreResult dicts) and ``metrics`` (score name -> metric name)."""
+        ScoreResult dicts) and ``metrics`` (score name -> metric name). Stored as the backend keeps
+        what ``opik.evaluate`` sends (a trace per item holding its input, output and feedback
+        scores; numbers rounded); a value the backend would have refused raises ValueError."""
         dataset_id = next((i for i, d in self.datasets.items() if d["name"] == dataset), None)
         if dataset_id is None:
             dataset_id = generate_id()
             self.datasets[dataset_id] = {"id": dataset_id, "name": dataset, "created_at": _NOW}
             self.dataset_items[dataset_id] = []
         experiment_id = generate_id()
+        scores = rules.check_experiment_scores([{"name": k, "value": v} for k, v in experiment_scores.items()])
         self.experiments[experiment_id] = {
             "id": experiment_id, "name": name, "dataset_name": dataset, "dataset_id": dataset_id,
-            "project_name": "Default Project", "metadata": config, "status": "completed", "created_at": _NOW,
-            "experiment_scores": [{"name": k, "value": v} for k, v in experiment_scores.items()]}
+            "project_name": rules.DEFAULT_PROJECT, "metadata": config, "status": "completed", "created_at": _NOW,
+            "experiment_scores": scores}
         self.experiment_items[experiment_id] = []
         for item in items:
             dataset_item = next((d for d in self.dataset_items[dataset_id] if d["data"] == item["input"]), None)
@@ -138,23 +194,47 @@ class OpikRestServer:
                 dataset_item = {"id": generate_id(), "data": item["input"], "source": "sdk"}
                 self.dataset_items[dataset_id].append(dataset_item)
             trace_id = generate_id()
+            self.traces[trace_id] = {"id": trace_id, "project_name": rules.DEFAULT_PROJECT, "name": "evaluation_task",
+                                     "start_time": _NOW, "input": rules.json_node(item["input"]),
+                                     "output": rules.json_node(item["output"])}
+            batch = rules.check_feedback_score_batch(
+                [{"id": trace_id, "name": s["name"], "value": s["value"], "reason": s.get("reason"),
+                  "source": "sdk"} for s in item["scores"]]) if item["scores"] else []
+            self._store_scores("trace", batch)
             self.experiment_items[experiment_id].append({
                 "id": generate_id(), "experiment_id": experiment_id, "dataset_item_id": dataset_item["id"],
-                "trace_id": trace_id, "input": item["input"], "output": item["output"],
-                "feedback_scores": [{"name": s["name"], "value": s["value"], "reason": s.get("reason"),
-                                     "source": "sdk"} for s in item["scores"]]})
+                "trace_id": trace_id})
             by_metric: dict[str, list] = {}
             for s in item["scores"]:
                 by_metric.setdefault(item["metrics"][s["name"]], []).append(s)
-            self.spans[trace_id] = [{"id": generate_id(), "trace_id": trace_id, "name": metric,
-                                     "type": "general", "start_time": _NOW, "output": {"output": results}}
+            self.spans[trace_id] = [{"id": generate_id(), "trace_id": trace_id, "project_name": rules.DEFAULT_PROJECT,
+                                     "name": metric, "type": "general", "start_time": _NOW,
+                                     "output": rules.json_node({"output": results})}
                                     for metric, results in by_metric.items()]
         return experiment_id
 
     def experiment_named(self, name: str) -> dict:
         return next(e for e in self.experiments.values() if e["name"] == name)
 
+    def trace_scores(self, trace_id: str) -> dict[str, float]:
+        """The feedback scores stored for trace ``trace_id``: name -> value."""
+        return {n: s["value"] for n, s in self.feedback_scores.get(("trace", trace_id), {}).items()}
+
     # ---- answering ----------------------------------------------------------------------
+
+    def answer_raw(self, method: str, path: str, query: dict, raw: bytes) -> tuple[int, Any, bool]:
+        """``answer`` for a body as it came: read by the backend's JSON rules first (a body they
+        cannot read is refused whole, 400, before any route sees it)."""
+        if method == "PUT" and path.removeprefix("/api") == "/v1/private/attachment/upload":
+            return self.answer(method, path, query, raw)         # a file's bytes, not JSON
+        try:
+            body = rules.parse_json(raw) if raw else None
+        except rules.Refused as exc:
+            with self.lock:
+                self.requests.append((method, path, raw.decode("utf-8", "replace")))
+                self.invalid.append(f"{method} {path}: {exc}")
+            return exc.status, {"errors": [str(exc)]}, False
+        return self.answer(method, path, query, body)
 
     def answer(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any, bool]:
         """(status, JSON body, whether the body is a stream of JSON lines)."""
@@ -166,9 +246,9 @@ class OpikRestServer:
                     return status, {"errors": [f"injected HTTP {status}"]}, False
             try:
                 return self._route(method, path, query, body)
-            except ValueError as exc:
+            except ValueError as exc:           # rules.Refused carries its status; the rest is 422
                 self.invalid.append(f"{method} {path}: {exc}")
-                return 422, {"errors": [str(exc)]}, False
+                return getattr(exc, "status", 422), {"errors": [str(exc)]}, False
 
     def _route(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any, bool]:
         p = path.removeprefix("/api")
@@ -179,9 +259,15 @@ class OpikRestServer:
         if method == "POST" and p == "/v1/private/projects/retrieve":
             if not set(body or {}) <= {"name", "includeStats"}:
                 raise ValueError(f"projects/retrieve: unknown fields {sorted(set(body) - {'name', 'includeStats'})}")
-            return 200, _public(ProjectDetailed, {"id": "01a20000-0000-7000-8000-000000000001", "name": body["name"]}), False
+            project = self.projects.get(body.get("name"))
+            if project is None:
+                return 404, {"errors": ["Project not found"]}, False
+            return 200, _public(ProjectDetailed, {"id": project["id"], "name": project["name"]}), False
         if method == "GET" and p == "/v1/private/auth/workspace":
             return 200, _public(WorkspaceNameHolder, {"workspace_name": "default"}), False
+        routed = self._route_tracing(method, p, query, body)
+        if routed is not None:
+            return routed
         if method == "POST" and p == "/v1/private/experiments/finish":
             if set(body or {}) != {"ids"} or not all(i in self.experiments for i in body["ids"]):
                 raise ValueError("expected {'ids': [experiment ids]}")
@@ -190,15 +276,21 @@ class OpikRestServer:
             return 204, None, False
         if method == "POST" and p == "/v1/private/experiments/stream":
             name = (body or {}).get("name") or ""
-            found = [_public(ExperimentPublic, e) for e in self.experiments.values()
-                     if name.lower() in e["name"].lower()]
-            return 200, self._page(found, body), True
+            found = [e for e in self.experiments.values() if name.lower() in e["name"].lower()]
+            for experiment in found:            # the FIND query reads every matching experiment
+                rules.check_experiment_readable(experiment)
+            return 200, self._page([self._experiment_public(e) for e in found], body), True
         if method == "POST" and p == "/v1/private/experiments":
+            scores = rules.check_experiment_scores(_object(body, "Experiment")
+                                                   .get("experiment_scores"))
             check_body(Experiment, body)
             dataset_id = next(i for i, d in self.datasets.items() if d["name"] == body["dataset_name"])
             experiment = {k: v for k, v in body.items() if v is not None}
             experiment.update(id=body.get("id") or generate_id(), dataset_id=dataset_id, created_at=_NOW,
-                              project_name=body.get("project_name") or "Default Project")
+                              project_name=body.get("project_name") or rules.DEFAULT_PROJECT)
+            if scores is not None:
+                experiment["experiment_scores"] = scores
+            self.project(experiment["project_name"])
             self.experiments[experiment["id"]] = experiment
             self.experiment_items[experiment["id"]] = []
             return 201, None, False
@@ -208,6 +300,7 @@ class OpikRestServer:
                 raise ValueError("expected {'experiment_items': [...]}")
             for row in rows:
                 check_body(ExperimentItem, row)
+            for row in rows:
                 self.experiment_items[row["experiment_id"]].append(dict(row))
             return 204, None, False
         if method == "POST" and p == "/v1/private/datasets/items/stream":
@@ -219,15 +312,18 @@ class OpikRestServer:
         if match and match.group(1) in self.experiments:
             experiment = self.experiments[match.group(1)]
             if method == "GET":
-                return 200, _public(ExperimentPublic, experiment), False
+                rules.check_experiment_readable(experiment)
+                return 200, self._experiment_public(experiment), False
             if method == "PATCH":
+                scores = rules.check_experiment_scores(_object(body, "ExperimentUpdate")
+                                                       .get("experiment_scores"))
                 check_body(ExperimentUpdate, body)
                 for score in body.get("experiment_scores") or []:
                     check_body(ExperimentScore, score)
                 if "metadata" in body:
                     experiment["metadata"] = body["metadata"]
-                if "experiment_scores" in body:
-                    experiment["experiment_scores"] = list(body["experiment_scores"])
+                if scores is not None:
+                    experiment["experiment_scores"] = scores
                 return 204, None, False
         if method == "POST" and p == "/v1/private/datasets":
             check_body(Dataset, body)
@@ -268,9 +364,6 @@ class OpikRestServer:
         match = re.fullmatch(r"/v1/private/datasets/([^/]+)/items/experiments/items", p)
         if method == "GET" and match:
             return 200, self._compare_page(match.group(1), query), False
-        if method == "POST" and p == "/v1/private/spans/search":
-            spans = [_public(SpanPublic, s) for s in self.spans.get((body or {}).get("trace_id"), [])]
-            return 200, self._page(spans, body), True
         if p == "/v1/private/dashboards":
             if method == "GET":
                 name = (query.get("name") or [""])[0]
@@ -278,7 +371,11 @@ class OpikRestServer:
                 return 200, _public(DashboardPagePublic, _numbered_page(found, query)), False
             if method == "POST":
                 check_body(DashboardWrite, body)
+                rules.check_dashboard(body)
                 board = {k: v for k, v in body.items() if v is not None and k != "project_name"}
+                project_name = rules.dashboard_project(body)
+                if project_name is not None:
+                    board["project_id"] = self.project(project_name)["id"]
                 board.update(id=generate_id(), created_at=_NOW, last_updated_at=_NOW,
                              scope="workspace" if not body.get("project_name") else "project")
                 self.dashboards[board["id"]] = board
@@ -290,10 +387,163 @@ class OpikRestServer:
                 return 200, _public(DashboardPublic, board), False
             if method == "PATCH":
                 check_body(DashboardUpdatePublic, body)
+                rules.check_dashboard(body, update=True)
                 board.update({k: v for k, v in body.items() if v is not None})
                 return 200, _public(DashboardPublic, board), False
         self.unexpected.append(f"{method} {path}")
         return 404, {"errors": [f"not served here: {method} {path}"]}, False
+
+    # ---- traces, spans and their feedback scores ----------------------------------------
+
+    def _route_tracing(self, method: str, p: str, query: dict, body: Any) -> tuple[int, Any, bool] | None:
+        """What the SDK's background streamer sends, and the reads of it; None: not a tracing path."""
+        if method == "POST" and p == "/v1/private/attachment/upload-start":
+            fields = {"file_name", "num_of_file_parts", "mime_type", "project_name", "entity_type", "entity_id", "path"}
+            _check_keys(body, fields, "attachment/upload-start")
+            for name in ("file_name", "entity_type", "entity_id"):
+                rules.not_blank(body.get(name), name)
+            # The backend without S3 answers the magic upload id "BEMinIO" and one URL of its own, to
+            # which the SDK PUTs the file (opik/file_upload/upload_client.py).
+            ticket = {k: body[k] for k in ("file_name", "entity_type", "entity_id", "mime_type", "project_name")
+                      if body.get(k) is not None}
+            return 200, {"upload_id": "BEMinIO",
+                         "pre_sign_urls": [f"{self.url}/v1/private/attachment/upload?{urlencode(ticket)}"]}, False
+        if method == "PUT" and p == "/v1/private/attachment/upload":
+            ticket = {k: v[0] for k, v in query.items()}
+            if not {"file_name", "entity_type", "entity_id"} <= set(ticket):
+                raise ValueError("attachment/upload: not a URL this server gave (file_name, entity_type, entity_id)")
+            self.attachments = [a for a in self.attachments if (a["entity_type"], a["entity_id"], a["file_name"])
+                                != (ticket["entity_type"], ticket["entity_id"], ticket["file_name"])]
+            self.attachments.append({**ticket, "data": body or b""})
+            return 204, None, False
+        if method == "POST" and p in ("/v1/private/traces/batch", "/v1/private/spans/batch"):
+            key = "traces" if "traces" in p else "spans"
+            _check_keys(body, {key}, f"{key} batch")
+            rows = rules.check_batch(body.get(key), key)
+            for row in rows:
+                check_body(TraceWrite if key == "traces" else SpanWrite, row)
+            for row in rows:
+                self._write(key, row)
+            return 204, None, False
+        if method == "POST" and p in ("/v1/private/traces", "/v1/private/spans"):
+            key = "traces" if p.endswith("traces") else "spans"
+            rules.check_trace_or_span(body, key[:-1], span=key == "spans")
+            check_body(TraceWrite if key == "traces" else SpanWrite, body)
+            self._write(key, body)
+            return 201, None, False
+        match = re.fullmatch(r"/v1/private/(traces|spans)/([0-9a-f-]{36})", p)
+        if match and method == "PATCH":
+            key, entity_id = match.groups()
+            if isinstance(body, dict) and key == "spans" and body.get("total_estimated_cost") is not None:
+                rules.big_decimal(body["total_estimated_cost"], "total_estimated_cost")
+            check_body(TraceUpdate if key == "traces" else SpanUpdate, body)
+            rules.null_or_not_blank(body.get("project_name"), "project_name")
+            self._write(key, {**body, "id": entity_id}, update=True)
+            return 204, None, False
+        if method == "PUT" and p in ("/v1/private/traces/feedback-scores", "/v1/private/spans/feedback-scores"):
+            _check_keys(body, {"scores"}, "feedback scores batch")
+            scores = rules.check_feedback_score_batch(body.get("scores"))
+            for score in scores:
+                check_body(FeedbackScoreBatchItem, score)
+            self._store_scores("trace" if "/traces/" in p else "span", scores)
+            return 204, None, False
+        if match and method == "GET" and match.group(1) == "traces":
+            trace = self.traces.get(match.group(2))
+            if trace is None or "start_time" not in trace:
+                return 404, {"errors": ["Trace not found"]}, False
+            return 200, self._trace_public(trace), False
+        if method == "POST" and p == "/v1/private/traces/search":
+            _check_keys(body, {"project_name", "project_id", "filters", "last_retrieved_id", "limit", "truncate",
+                               "strip_attachments", "exclude", "from_time", "to_time"}, "traces/search")
+            if body.get("filters"):
+                self.unexpected.append(f"{method} {p} with filters (not served here)")
+                return 404, {"errors": ["trace filters are not served here"]}, False
+            project = self._project_of_request(body)
+            rows = [self._trace_public(t) for t in self.traces.values()
+                    if "start_time" in t and t.get("project_name") == project]
+            return 200, self._page(rows, body), True
+        if method == "POST" and p == "/v1/private/spans/search":
+            _check_keys(body, {"trace_id", "project_name", "project_id", "type", "filters", "limit",
+                               "last_retrieved_id", "truncate", "exclude", "from_time", "to_time"}, "spans/search")
+            if body.get("filters"):
+                self.unexpected.append(f"{method} {p} with filters (not served here)")
+                return 404, {"errors": ["span filters are not served here"]}, False
+            project = self._project_of_request(body)
+            spans = [self._span_public(s) for s in self.spans.get(body.get("trace_id"), [])
+                     if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project]
+            return 200, self._page(spans, body), True
+        return None
+
+    def _project_of_request(self, body: dict) -> str | None:
+        """The project a search names (by name or id; without either the backend answers 400)."""
+        if body.get("project_name"):
+            return body["project_name"]
+        if body.get("project_id"):
+            return next((n for n, pr in self.projects.items() if pr["id"] == body["project_id"]), None)
+        raise rules.Refused("Either 'project_name' or 'project_id' must be provided", rules.BAD_REQUEST)
+
+    def _write(self, key: str, row: dict, update: bool = False) -> None:
+        """A trace or span created or updated (an update may come first: both are kept and merged)."""
+        stored = {k: (rules.json_node(v) if k in ("input", "output", "metadata") else v)
+                  for k, v in row.items() if v is not None and k not in ("tags_to_add", "tags_to_remove")}
+        if update and (row.get("tags_to_add") or row.get("tags_to_remove")):
+            before = self.traces.get(row["id"], {}) if key == "traces" else \
+                next((s for s in self.spans.get(row["trace_id"], []) if s["id"] == row["id"]), {})
+            tags = set(stored.get("tags", before.get("tags", []))) | set(row.get("tags_to_add") or [])
+            stored["tags"] = sorted(tags - set(row.get("tags_to_remove") or []))
+        if key == "spans" and "total_estimated_cost" in stored:
+            stored["total_estimated_cost"] = rules.big_decimal(stored["total_estimated_cost"], "total_estimated_cost")
+        if not update or stored.get("project_name"):
+            stored["project_name"] = row.get("project_name") or rules.DEFAULT_PROJECT
+            self.project(stored["project_name"])
+        if key == "traces":
+            self.traces.setdefault(stored["id"], {}).update(stored)
+            return
+        spans = self.spans.setdefault(stored["trace_id"], [])
+        existing = next((s for s in spans if s["id"] == stored["id"]), None)
+        if existing is None:
+            spans.append(stored)
+        else:
+            existing.update(stored)
+
+    def _store_scores(self, entity: str, scores: list[dict]) -> None:
+        """A checked batch kept: one score per entity and name (a later one replaces it)."""
+        for score in scores:
+            self.project(score.get("project_name") or rules.DEFAULT_PROJECT)
+            kept = {k: v for k, v in score.items() if v is not None and k not in ("id", "project_name", "project_id")}
+            self.feedback_scores.setdefault((entity, score["id"]), {})[score["name"]] = kept
+
+    def _scores_of(self, entity: str, entity_id: str) -> list[dict]:
+        return list(self.feedback_scores.get((entity, entity_id), {}).values())
+
+    def _trace_public(self, trace: dict) -> dict:
+        row = {k: v for k, v in trace.items() if k not in ("project_name",)}
+        row["project_id"] = self.projects[trace["project_name"]]["id"] if trace.get("project_name") else None
+        row["feedback_scores"] = self._scores_of("trace", trace["id"]) or None
+        row["span_count"] = len(self.spans.get(trace["id"], []))
+        return _public(TracePublic, {k: v for k, v in row.items() if v is not None})
+
+    def _span_public(self, span: dict) -> dict:
+        row = {k: v for k, v in span.items() if k != "project_name"}
+        if span.get("project_name") in self.projects:
+            row["project_id"] = self.projects[span["project_name"]]["id"]
+        scores = self._scores_of("span", span["id"])
+        if scores:
+            row["feedback_scores"] = scores
+        return _public(SpanPublic, row)
+
+    def _experiment_public(self, experiment: dict) -> dict:
+        """An experiment as the FIND query reads it: its traces' feedback scores averaged by name."""
+        totals: dict[str, list[float]] = {}
+        items = self.experiment_items.get(experiment["id"], [])
+        for item in items:
+            for score in self._scores_of("trace", item["trace_id"]):
+                totals.setdefault(score["name"], []).append(score["value"])
+        row = dict(experiment)
+        if totals:
+            row["feedback_scores"] = [{"name": n, "value": sum(v) / len(v)} for n, v in totals.items()]
+        row["trace_count"] = len({i["trace_id"] for i in items if i["trace_id"] in self.traces})
+        return _public(ExperimentPublic, row)
 
     def _page(self, rows: list[dict], body: Any) -> list[dict]:
         """A streamed read: after ``last_retrieved_id``, at most ``limit`` rows."""
@@ -305,14 +555,22 @@ class OpikRestServer:
         return rows[: body.get("limit") or len(rows)]
 
     def _compare_page(self, dataset_id: str, query: dict) -> dict:
+        """Dataset items with their experiment items, each joined to its trace (input, output and
+        feedback scores), as the backend's compare query joins them."""
         experiment_ids = json.loads((query.get("experiment_ids") or ["[]"])[0])
         rows = []
         for dataset_item in self.dataset_items.get(dataset_id, []):
-            items = [i for e in experiment_ids for i in self.experiment_items.get(e, [])
+            items = [self._joined(i) for e in experiment_ids for i in self.experiment_items.get(e, [])
                      if i["dataset_item_id"] == dataset_item["id"]]
             if items:
                 rows.append({**dataset_item, "data": dict(dataset_item["data"]), "experiment_items": items})
         return _public(DatasetItemPageCompare, _numbered_page(rows, query))
+
+    def _joined(self, item: dict) -> dict:
+        trace = self.traces.get(item["trace_id"], {})
+        joined = {**item, "input": trace.get("input"), "output": trace.get("output"),
+                  "feedback_scores": self._scores_of("trace", item["trace_id"])}
+        return {k: v for k, v in joined.items() if v is not None}
 
 
 def _numbered_page(rows: list[dict], query: dict) -> dict:
@@ -329,15 +587,14 @@ def _handler(server: OpikRestServer) -> type[BaseHTTPRequestHandler]:
 
         def _serve(self) -> None:
             parts = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":   # a file streamed by the SDK
+                raw = self._chunked()
+            else:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
             if self.headers.get("Content-Encoding") == "gzip":      # the SDK gzips larger JSON bodies
                 raw = gzip.decompress(raw)
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            status, answer, stream = server.answer(self.command, parts.path, parse_qs(parts.query), body)
+            status, answer, stream = server.answer_raw(self.command, parts.path, parse_qs(parts.query), raw)
             if answer is None:
                 data = b""
             elif stream:
@@ -349,6 +606,17 @@ def _handler(server: OpikRestServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _chunked(self) -> bytes:
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():         # trailers, then the blank line
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()                           # the CRLF after each chunk
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 

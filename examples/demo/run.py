@@ -100,9 +100,10 @@ def run_demo(out: Path, progress: bool = True) -> Path:
     return files.html
 
 
-def print_publication(comparison: dict, shown: int = 10) -> None:
-    """What ``compare --publish`` would write into Opik (its dry run), in short: the first scores
-    of the system experiment; ``--dry-run`` prints all of it."""
+def print_publication(comparison: dict) -> None:
+    """What ``compare --publish`` would write into Opik (its dry run), in short: the experiment
+    scores of the system experiment (its difference and verdict per score: the columns it adds to
+    Opik's experiments page) and the dashboard; ``--dry-run`` prints all of it."""
     from opik_metrics.compare.publication import build_publication
 
     publication = build_publication(comparison)
@@ -111,13 +112,15 @@ def print_publication(comparison: dict, shown: int = 10) -> None:
           "(from its --dry-run):")
     for name in systems:
         scores = publication["experiments"][name]["experiment_scores"]
-        print(f"  experiment scores of {name}:")
-        for score, value in list(scores.items())[:shown]:
-            print(f"    {score:<40} {value:.4g}")
-        print(f"    ... {len(scores) - shown} more")
-    print(f"  and {len(publication['experiments'][baseline]['experiment_scores'])} on {baseline} (intervals), the full "
-          f"comparison in each experiment's metadata ({publication['metadata_key']!r}), the dashboard "
-          f"{publication['dashboard']['name']!r}")
+        print(f"  {len(scores)} experiment scores on {name} (columns of Opik's experiments page):")
+        width = max((len(score) for score in scores), default=0)
+        for score, value in scores.items():
+            print(f"    {score:<{width}}  {value:.4g}")
+    dashboard = publication["dashboard"]
+    print(f"  none on {baseline}; the full comparison in each experiment's metadata ({publication['metadata_key']!r}, "
+          f"Opik's Configuration tab);\n  the dashboard {dashboard['name']!r}: the table, a leaderboard ranked by "
+          f"{dashboard['ranking_metric']}, a bar chart of the differences\n"
+          "  (--publish-all-scores also publishes intervals and p-values as experiment scores)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,12 +38,15 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "json"], default="table",
                         help="what to print: a summary table (default) or the whole comparison as JSON")
     parser.add_argument("--publish", action="store_true",
-                        help="write the comparison onto the experiments on the Opik server: intervals, and against "
-                             "the baseline the difference, p and a verdict, as experiment scores; the full comparison "
-                             "in their metadata; a dashboard with the table (experiments of the local store must be "
-                             "pushed first)")
+                        help="write the comparison onto the experiments on the Opik server: against the baseline, "
+                             "each score's difference and verdict as experiment scores; the full comparison in their "
+                             "metadata; a dashboard with the table, a leaderboard and a chart of the differences "
+                             "(experiments of the local store must be pushed first)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print, as JSON, exactly what --publish would write, and write nothing")
+    parser.add_argument("--publish-all-scores", action="store_true",
+                        help="with --publish or --dry-run: also intervals, p-values and corpus values as experiment "
+                             "scores (each name is one more column on Opik's experiments page)")
 
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
@@ -73,6 +76,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError("compare needs at least two experiment names")
     if not args.output and not (args.publish or args.dry_run):
         raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
+    if args.publish_all_scores and not (args.publish or args.dry_run):
+        raise ValueError("--publish-all-scores goes with --publish or --dry-run")
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 
     settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
@@ -84,7 +89,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         from opik_metrics.compare.publication import build_publication
 
-        json.dump(build_publication(comparison, args.project), sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(build_publication(comparison, args.project, all_scores=args.publish_all_scores), sys.stdout,
+                  indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
     files = write_report_to(comparison, args.output) if args.output else None
@@ -98,7 +104,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.publish:
         from opik_metrics.compare.opik_publish import publish_comparison
 
-        report = publish_comparison(comparison, project_name=args.project)
+        report = publish_comparison(comparison, project_name=args.project, all_scores=args.publish_all_scores)
         say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
         print(f"published on {len(report.written)} experiment(s)"
               + (f", unchanged on {', '.join(report.unchanged)}" if report.unchanged else "")

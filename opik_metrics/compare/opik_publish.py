@@ -1,21 +1,22 @@
 """Write a publication (``compare/publication.py``) into Opik through its SDK: each experiment's
-experiment scores and metadata key, and the comparison's dashboard. Scores someone else logged are
-kept (read, merge, write); what an earlier publish wrote is replaced; publishing the same
-comparison twice writes nothing the second time. A refused write is one line saying which
-experiments already carry the new comparison and which do not.
+experiment scores and metadata key, and the comparison's dashboard (its table, a leaderboard of the
+compared experiments, a chart of the differences). Scores someone else logged are kept (read, merge,
+write); everything an earlier publish wrote is replaced, names it no longer has removed; values are
+compared as the server stores them, so publishing the same comparison twice writes nothing the
+second time. A refused write is one line saying which experiments already carry the new comparison
+and which do not.
 """
 from __future__ import annotations
 
 import copy
-import math
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import opik
 from opik.rest_api.types.experiment_score import ExperimentScore
 
-from opik_metrics.compare.publication import METADATA_KEY
+from opik_metrics.compare.publication import METADATA_KEY, same_stored
 from opik_metrics.compare.sources import opik_experiment
 from opik_metrics.experiments.opik_server import OpikServerError, api_failure
 
@@ -50,28 +51,29 @@ def _find_experiment(client: Any, name: str, project_name: str | None) -> _Targe
     return _Target(name=name, id=experiment.id, scores=scores, metadata=metadata)
 
 
-def _same(a: Any, b: Any) -> bool:
-    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9,
-                                                                                        abs_tol=1e-12)
-
-
 def _merge(target: _Target, plan: Mapping[str, Any], dashboard: dict) -> tuple[list[tuple[str, float]], dict, dict]:
     """The experiment's scores and metadata after publishing ``plan`` on it, and the plan's names
     it leaves as someone else logged them (name -> [their value, ours]).
 
     A score is ours to replace only while it holds the value an earlier publish wrote (recorded in
-    the metadata); any other score is kept. One already holding our value is left as it is."""
+    the metadata), compared as the server stores values (to 9 decimals); any other score is kept.
+    Ours that the plan no longer has are removed; one already holding the plan's value is left as
+    the server holds it, so publishing the same comparison again changes nothing."""
     previous = (target.metadata.get(METADATA_KEY) or {}).get("published_scores")
     previous = previous if isinstance(previous, dict) else {}
-    foreign = [(n, v) for n, v in target.scores if not (n in previous and _same(v, previous[n]))]
+    held = dict(target.scores)
+    mine = {n for n, v in target.scores if n in previous and same_stored(v, previous[n])}
+    foreign = [(n, v) for n, v in target.scores if n not in mine]
     theirs = dict(foreign)
     ours = {n: v for n, v in plan["experiment_scores"].items() if n not in theirs}
-    kept = {n: [theirs[n], v] for n, v in plan["experiment_scores"].items() if n in theirs and not _same(theirs[n], v)}
+    kept = {n: [theirs[n], v] for n, v in plan["experiment_scores"].items()
+            if n in theirs and not same_stored(theirs[n], v)}
     record = {**plan["metadata"], "published_scores": ours,
               "dashboard": {**plan["metadata"]["dashboard"], **dashboard}}
     if kept:
         record["kept_existing_scores"] = kept
-    return foreign + list(ours.items()), {**target.metadata, METADATA_KEY: record}, kept
+    written = [(n, held[n] if n in mine and same_stored(held[n], v) else v) for n, v in ours.items()]
+    return foreign + written, {**target.metadata, METADATA_KEY: record}, kept
 
 
 def _widget_id(dashboard_name: str, role: str) -> str:
@@ -79,33 +81,56 @@ def _widget_id(dashboard_name: str, role: str) -> str:
     return str(uuid.uuid5(_WIDGET_NAMESPACE, f"{dashboard_name}/{role}"))
 
 
-def dashboard_sections(name: str, markdown: str) -> list[dict]:
-    """One section: the comparison's markdown table over an experiment leaderboard."""
+def _chosen_experiments(ids: Sequence[str]) -> dict[str, Any]:
+    # Not modelled by the SDK's config classes: apps/opik-frontend/src/types/dashboard.ts
+    # (ExperimentsLeaderboardWidgetType, ExperimentsFeedbackScoresWidgetType): a widget's own experiments.
+    return {"overrideDefaults": True, "dataSource": "select_experiments", "experimentIds": list(ids)}
+
+
+def dashboard_sections(spec: Mapping[str, Any], experiment_ids: Sequence[str]) -> list[dict]:
+    """One section: the comparison's markdown table; a leaderboard of the compared experiments
+    (``experiment_ids``, the baseline first) with the compared scores as columns, ranked by one of
+    them in its direction; a bar chart of the differences to the baseline (one bar per system)."""
     d = opik.dashboard
-    table, board = _widget_id(name, "table"), _widget_id(name, "leaderboard")
-    section = d.DashboardSection(
-        title="Comparison", id=_widget_id(name, "section"),
-        widgets=[d.DashboardWidget(type=d.WidgetType.TEXT_MARKDOWN.value, id=table, title="Is the difference real?",
-                                   config=d.TextMarkdownConfig(content=markdown).to_jsonable()),
-                 d.DashboardWidget(type=d.WidgetType.EXPERIMENT_LEADERBOARD.value, id=board, title="Leaderboard",
-                                   config=d.ExperimentLeaderboardConfig().to_jsonable())],
-        layout=[d.DashboardLayoutItem(i=table, x=0, y=0, w=6, h=8),
-                d.DashboardLayoutItem(i=board, x=0, y=8, w=6, h=4)])
+    name = spec["name"]
+    table, board, chart = (_widget_id(name, role) for role in ("table", "leaderboard", "differences"))
+    ranking = spec["ranking_metric"]
+    leaderboard = d.ExperimentLeaderboardConfig(
+        selected_columns=spec["leaderboard_columns"], scores_columns_order=spec["leaderboard_columns"],
+        enable_ranking=ranking is not None, ranking_metric=ranking,
+        ranking_direction=spec["ranking_higher_is_better"]).to_jsonable()
+    widgets = [d.DashboardWidget(type=d.WidgetType.TEXT_MARKDOWN.value, id=table, title="Is the difference real?",
+                                 config=d.TextMarkdownConfig(content=spec["markdown"]).to_jsonable()),
+               d.DashboardWidget(type=d.WidgetType.EXPERIMENT_LEADERBOARD.value, id=board, title="Leaderboard",
+                                 config={**leaderboard, **_chosen_experiments(experiment_ids)})]
+    layout = [d.DashboardLayoutItem(i=table, x=0, y=0, w=6, h=8), d.DashboardLayoutItem(i=board, x=0, y=8, w=6, h=5)]
+    if spec["difference_chart"]:
+        bars = d.ExperimentsFeedbackScoresConfig(chart_type=d.ChartType.BAR.value,
+                                                 feedback_scores=spec["difference_chart"]).to_jsonable()
+        widgets.append(d.DashboardWidget(type=d.WidgetType.EXPERIMENTS_FEEDBACK_SCORES.value, id=chart,
+                                         title="Difference to the baseline (scaled as each name says)",
+                                         config={**bars, **_chosen_experiments(experiment_ids[1:])}))
+        layout.append(d.DashboardLayoutItem(i=chart, x=0, y=13, w=6, h=6))
+    section = d.DashboardSection(title="Comparison", id=_widget_id(name, "section"), widgets=widgets, layout=layout)
     return [section.to_jsonable()]
 
 
-def _publish_dashboard(client: Any, spec: Mapping[str, Any], project_name: str | None) -> tuple[Any, bool]:
-    sections = dashboard_sections(spec["name"], spec["markdown"])
+def _publish_dashboard(client: Any, spec: Mapping[str, Any], experiment_ids: Sequence[str],
+                       project_name: str | None) -> tuple[Any, bool]:
+    sections = dashboard_sections(spec, experiment_ids)
     found = [b for b in client.get_dashboards(name=spec["name"]) if b.name == spec["name"]]
     if found:
-        board = found[0]
-        if board.config.get("sections") == sections:
-            return board, False
-        board.replace_sections(sections)
-        return board, True
+        board, changed = found[0], False
+        if board.description != spec["description"]:
+            board.set_description(spec["description"])
+            changed = True
+        if board.config.get("sections") != sections:
+            board.replace_sections(sections)
+            changed = True
+        return board, changed
     return client.create_dashboard(name=spec["name"], type=opik.dashboard.DashboardType.EXPERIMENTS.value,
-                                   description="opik-metrics compare --publish: intervals, paired tests, verdicts",
-                                   project_name=project_name, sections=sections), True
+                                   description=spec["description"], project_name=project_name,
+                                   sections=sections), True
 
 
 def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | None = None,
@@ -121,7 +146,7 @@ def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | 
     try:
         targets = [_find_experiment(client, name, project_name) for name in names]
         doing = f"the comparison's dashboard {publication['dashboard']['name']!r}"
-        board, changed = _publish_dashboard(client, publication["dashboard"], project_name)
+        board, changed = _publish_dashboard(client, publication["dashboard"], [t.id for t in targets], project_name)
     except OpikServerError:
         raise
     except Exception as exc:
@@ -135,7 +160,7 @@ def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | 
         scores, metadata, kept = _merge(target, publication["experiments"][target.name], link)
         if kept:
             report.kept[target.name] = kept
-        if scores == target.scores and metadata == target.metadata:
+        if dict(scores) == dict(target.scores) and len(scores) == len(target.scores) and metadata == target.metadata:
             report.unchanged.append(target.name)
             continue
         try:
@@ -170,14 +195,16 @@ def require_pushed(store: Any, names: list[str]) -> None:
 
 
 def publish_comparison(comparison: Mapping[str, Any], *, client: Any = None, project_name: str | None = None,
-                       store: Any = None) -> PublishReport:
+                       store: Any = None, all_scores: bool = False) -> PublishReport:
     """Publish a comparison (``compare_experiments``'s result) onto its experiments on an Opik server.
     ``store``: the local store it was made from (each experiment must have been pushed). Without
-    ``client``, the configured server must answer (a one-line error within seconds otherwise)."""
+    ``client``, the configured server must answer (a one-line error within seconds otherwise).
+    ``all_scores``: intervals, p-values and corpus values as experiment scores too (by default each
+    compared score adds two columns to Opik's experiments page: its difference and its verdict)."""
     from opik_metrics.compare.publication import build_publication
     from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
 
-    publication = build_publication(comparison, project_name)
+    publication = build_publication(comparison, project_name, all_scores=all_scores)
     if store is not None:
         require_pushed(store, list(publication["experiments"]))
     url = None

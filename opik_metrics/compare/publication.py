@@ -1,25 +1,55 @@
 """What a comparison publishes into Opik, decided without a server: the experiment scores each
-experiment gets (intervals; against the baseline the difference, p and a verdict), the full-precision
-comparison for its metadata, and a dashboard's markdown table. ``--dry-run`` prints exactly this.
+experiment gets, the full-precision comparison for its metadata, and the dashboard (name, markdown
+table, leaderboard columns and ranking, the chart of differences). ``--dry-run`` prints exactly this.
+
+Every new experiment-score name becomes a column of Opik's experiments page, so by default a
+comparison adds two names per compared score and baseline, on each other experiment: the difference
+(``bleu.diff_x100 vs base``: its sign and size, on a scale named in the name) and the verdict
+(``bleu.verdict vs base``: +1 / 0 / -1 in the score's declared direction, which the difference's sign
+alone does not say for a lower-is-better score, and whether the paired test found it significant).
+Intervals, p-values and corpus values stay in the metadata and the dashboard's table;
+``all_scores=True`` (``--publish-all-scores``) publishes them as experiment scores too.
 
 Opik's UI rounds every experiment score to two decimals, so each figure is published on a scale
-that survives that rounding: differences are multiplied by a power of ten named in the score's name
-(``bleu.diff_x100 vs base``), p-values are published in percent (``p_pct``), and the verdict is
-+1 / 0 / -1 in the score's declared direction. Full precision stays in the metadata and the table.
+that survives that rounding: differences are multiplied by a power of ten named in the score's name,
+p-values are published in percent (``p_pct``). The server keeps a value to 9 decimals, so each is
+rounded as the server would round it before it is sent, and recorded as sent.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Mapping, Sequence
 
 from opik_metrics.compare.analysis import VERDICT_NONE, VERDICT_SIGNIFICANT
 from opik_metrics.core.numbers import is_number
 
-SCHEMA = "opik-metrics/publication/1"
+SCHEMA = "opik-metrics/publication/2"
 METADATA_KEY = "opik_metrics_comparison"
 MAX_DIFF_FACTOR = 10 ** 6
+DASHBOARD_NAME_MAX = 120          # Opik's backend: api/Dashboard.java, @Size(min = 1, max = 120) name
+DASHBOARD_DESCRIPTION_MAX = 1000  # api/Dashboard.java, @Size(max = 1000) description
+_SCALE = Decimal(1).scaleb(-9)    # utils/ValidationUtils.java SCALE = 9: JsonBigDecimalDeserializer rounds to it
+_STORED_BOUND = Decimal(10) ** 9  # experiment scores are read back through CAST(... AS Decimal(18, 9))
+
+
+def stored_value(value: Any) -> float | None:
+    """``value`` as an Opik server keeps an experiment score: rounded HALF_EVEN to 9 decimals of the
+    number JSON writes (as the backend's JsonBigDecimalDeserializer rounds longer values). None when
+    the server cannot hold it: not finite, or too large for the Decimal(18, 9) it is read back through."""
+    if not is_number(value) or abs(value) >= _STORED_BOUND:
+        return None
+    exact = Decimal(repr(float(value))).quantize(_SCALE, rounding=ROUND_HALF_EVEN)
+    return float(exact) if abs(exact) < _STORED_BOUND else None
+
+
+def same_stored(a: Any, b: Any) -> bool:
+    """Whether two experiment-score values are the same once the server has stored them (to 9
+    decimals; one unit of the 9th apart is the same, as a server may cut rather than round)."""
+    x, y = stored_value(a), stored_value(b)
+    return x is not None and y is not None and abs(Decimal(repr(x)) - Decimal(repr(y))) <= _SCALE
 
 
 def interval_names(score: str, confidence: float) -> tuple[str, str]:
@@ -67,6 +97,18 @@ def directed_verdict(entry: Mapping[str, Any], system: str) -> int | None:
     return 1 if entry.get("better") == system else -1
 
 
+def _json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as the string "inf", "-inf" or "nan": the server refuses
+    those literals in a score and turns them into strings in metadata, so the record holds strings."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def _pair_summary(pair: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out = {}
     for metric in metrics:
@@ -87,7 +129,7 @@ def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
     metrics = comparison["metrics"]
     baseline = comparison["experiments"][0]["name"]
     settings = comparison["settings"]
-    record = {
+    record = _json_safe({
         "schema": SCHEMA,
         "baseline": baseline,
         "experiments": [e["name"] for e in comparison["experiments"]],
@@ -101,27 +143,56 @@ def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
                    for m in metrics},
         "pairs": [_pair_summary(p, metrics) for p in comparison["pairs"]],
         "notes": list(comparison.get("notes", [])),
-    }
+    })
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
     record["fingerprint"] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return record
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def dashboard_name(comparison: Mapping[str, Any], project_name: str | None = None) -> str:
-    """The comparison's dashboard: named for its experiments (and project), so publishing again finds it."""
-    names = [e["name"] for e in comparison["experiments"]]
-    return f"opik-metrics: {', '.join(names[1:])} vs {names[0]}" + (f" ({project_name})" if project_name else "")
+    """The comparison's dashboard, named for its experiments (and project) so that publishing again
+    finds it. Opik allows 120 characters: a longer name is cut and ends with a short hash of the
+    whole, so it stays the same from one publish to the next (the full names are in its description)."""
+    names = [_one_line(e["name"]) for e in comparison["experiments"]]
+    name = f"opik-metrics: {', '.join(names[1:])} vs {names[0]}" + (f" ({_one_line(project_name)})"
+                                                                    if project_name else "")
+    if len(name.encode("utf-16-le")) // 2 <= DASHBOARD_NAME_MAX:     # Java counts UTF-16 units
+        return name
+    tag = "… #" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    head = name
+    while len((head + tag).encode("utf-16-le")) // 2 > DASHBOARD_NAME_MAX:
+        head = head[:-1]
+    return head.rstrip(" ,") + tag
+
+
+def dashboard_description(record: Mapping[str, Any]) -> str:
+    """The dashboard's description: the comparison with every experiment's full name (cut at Opik's
+    1000 characters; the table has them all)."""
+    text = (f"opik-metrics compare --publish: {', '.join(record['experiments'][1:])} against {record['baseline']} "
+            "(paired bootstrap; intervals, p-values and verdicts in the table)")
+    return text if len(text) <= DASHBOARD_DESCRIPTION_MAX else text[:DASHBOARD_DESCRIPTION_MAX - 1] + "…"
 
 
 def _figure(value: Any, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:.{digits}g}"
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}g}" if isinstance(value, (int, float)) else str(value)
 
 
 def _p_text(p: Any, resamples: int) -> str:
-    if p is None:
-        return "n/a"
+    if not is_number(p):
+        return _figure(p)
     floor = 1.0 / (resamples + 1)
     return f"≤{floor:.2g}" if p <= floor + 1e-15 else f"{p:.3g}"
+
+
+def markdown_cell(text: Any) -> str:
+    """``text`` as one cell of a markdown table: on one line, its ``|`` and ``\\`` escaped."""
+    return _one_line(str(text).replace("\\", "\\\\").replace("|", "\\|"))
 
 
 _VERDICT_WORDS = {1: "better (+1)", 0: "no significant difference (0)", -1: "worse (-1)", None: "n/a"}
@@ -130,7 +201,9 @@ _VERDICT_WORDS = {1: "better (+1)", 0: "no significant difference (0)", -1: "wor
 def markdown_table(record: Mapping[str, Any]) -> str:
     """The dashboard's table: one row per score and system, at full precision."""
     level = f"{record['confidence'] * 100:g}%"
-    lines = [f"### {', '.join(record['experiments'][1:])} against {record['baseline']}", "",
+    cell = markdown_cell
+    systems = ", ".join(cell(name) for name in record["experiments"][1:])
+    lines = [f"### {systems} against {cell(record['baseline'])}", "",
              f"Paired bootstrap: {record['resamples']} resamples, seed {record['seed']}; intervals at {level}; "
              f"a verdict needs p < {record['alpha']:g}. Verdicts follow each score's direction "
              "(lower is better for perplexity, KL...).", "",
@@ -141,56 +214,116 @@ def markdown_table(record: Mapping[str, Any]) -> str:
             arrow = "↑" if record["scores"][score]["higher_is_better"] else "↓"
             interval = (f" [{_figure(e['difference_low'])}, {_figure(e['difference_high'])}]"
                         if e["difference_low"] is not None else "")
-            lines.append(f"| {score} {arrow} | {pair['baseline']} | {_figure(e['baseline'])} | {pair['system']} "
-                         f"| {_figure(e['system'])} | {_figure(e['difference'])}{interval} "
+            lines.append(f"| {cell(score)} {arrow} | {cell(pair['baseline'])} | {_figure(e['baseline'])} "
+                         f"| {cell(pair['system'])} | {_figure(e['system'])} | {_figure(e['difference'])}{interval} "
                          f"| {_p_text(e['p_value'], record['resamples'])} | {_VERDICT_WORDS[e['direction_verdict']]} |")
     if record["notes"]:
-        lines += ["", "Notes:"] + [f"- {note}" for note in record["notes"]]
+        lines += ["", "Notes:"] + [f"- {_one_line(note)}" for note in record["notes"]]
     lines += ["", f"Full precision: experiment metadata key `{METADATA_KEY}` (fingerprint {record['fingerprint']})."]
     return "\n".join(lines)
 
 
-def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Experiment name -> the experiment scores the comparison gives it (name -> value): intervals
-    (and a corpus score's value) on every experiment; against the baseline, on each other one, the
-    difference, p and verdict."""
+def _put(out: dict[str, float], name: str, value: Any) -> None:
+    """``value`` under ``name``, rounded as the server stores it; left out when it cannot hold it."""
+    stored = stored_value(value)
+    if stored is not None:
+        out[name] = stored
+
+
+def _diff_factors(comparison: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, int]:
+    """Score -> the one factor its differences to the baseline are published at (one column per score)."""
+    against = [p for p in record["pairs"] if p["baseline"] == record["baseline"]]
+    return {m["name"]: diff_factor([p["scores"][m["name"]]["difference"] for p in against], m.get("bounds"))
+            for m in comparison["metrics"]}
+
+
+def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any],
+                      all_scores: bool = False) -> dict[str, dict[str, float]]:
+    """Experiment name -> the experiment scores the comparison gives it (name -> value, rounded as
+    the server stores it): against the baseline, on each other experiment, the difference and the
+    verdict; with ``all_scores`` also the p-value, and on every experiment the interval (and a
+    corpus score's value). A value no Opik server can hold (|value| >= 1e9) is left out."""
     confidence = comparison["settings"]["confidence"]
     baseline = record["baseline"]
     against_baseline = [p for p in record["pairs"] if p["baseline"] == baseline]
+    factors = _diff_factors(comparison, record)
     out: dict[str, dict[str, float]] = {name: {} for name in record["experiments"]}
     for metric in comparison["metrics"]:
         score = metric["name"]
-        low_name, high_name = interval_names(score, confidence)
-        for name, entry in comparison["scores"][score].items():
-            if metric["kind"] == "corpus" and is_number(entry["value"]):
-                out[name][score] = float(entry["value"])
-            if is_number(entry["low"]) and is_number(entry["high"]):
-                out[name][low_name], out[name][high_name] = float(entry["low"]), float(entry["high"])
-        factor = diff_factor([p["scores"][score]["difference"] for p in against_baseline], metric.get("bounds"))
+        if all_scores:
+            low_name, high_name = interval_names(score, confidence)
+            for name, entry in comparison["scores"][score].items():
+                if metric["kind"] == "corpus":
+                    _put(out[name], score, entry["value"])
+                if is_number(entry["low"]) and is_number(entry["high"]):
+                    _put(out[name], low_name, entry["low"])
+                    _put(out[name], high_name, entry["high"])
         for pair in against_baseline:
             entry = pair["scores"][score]
-            names = pair_names(score, baseline, factor)
+            names = pair_names(score, baseline, factors[score])
             if is_number(entry["difference"]):
-                out[pair["system"]][names["diff"]] = round(entry["difference"] * factor, 12)
-            if is_number(entry["p_value"]):
-                out[pair["system"]][names["p"]] = p_percent(entry["p_value"], entry["verdict"] == VERDICT_SIGNIFICANT,
-                                                                   record["alpha"])
+                _put(out[pair["system"]], names["diff"], entry["difference"] * factors[score])
+            if all_scores and is_number(entry["p_value"]):
+                _put(out[pair["system"]], names["p"],
+                     p_percent(entry["p_value"], entry["verdict"] == VERDICT_SIGNIFICANT, record["alpha"]))
             if entry["direction_verdict"] is not None:
-                out[pair["system"]][names["verdict"]] = float(entry["direction_verdict"])
+                _put(out[pair["system"]], names["verdict"], entry["direction_verdict"])
     return out
 
 
-def build_publication(comparison: Mapping[str, Any], project_name: str | None = None) -> dict[str, Any]:
+def _value_column(metric: Mapping[str, Any], comparison: Mapping[str, Any],
+                  scores: Mapping[str, Mapping[str, float]]) -> tuple[str | None, bool]:
+    """The leaderboard column showing ``metric``'s own value, and whether every compared experiment
+    has it: Opik's mean of the items' feedback scores (``feedback_scores.<name>``) for a mean, the
+    experiment score a run recorded or this publish writes (``experiment_scores.<name>``) for a corpus
+    score."""
+    name, names = metric["name"], [e["name"] for e in comparison["experiments"]]
+    entries = comparison["scores"][name]
+    if metric["kind"] == "mean":
+        return f"feedback_scores.{name}", all(entries.get(e, {}).get("n") for e in names)
+    has = [is_number(entries.get(e, {}).get("recorded")) or name in scores[e] for e in names]
+    return (f"experiment_scores.{name}" if any(has) else None), all(has)
+
+
+def dashboard_plan(comparison: Mapping[str, Any], record: Mapping[str, Any],
+                   scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    """What the dashboard's leaderboard and chart show: as columns each compared score's own value
+    and its published verdict, ranked by the first compared score every experiment has, in its
+    declared direction; the published differences to the baseline as a bar chart."""
+    published = {n for exp in scores.values() for n in exp}
+    names = {score: pair_names(score, record["baseline"], factor)
+             for score, factor in _diff_factors(comparison, record).items()}
+    columns: list[str] = []
+    ranking: tuple[str, bool] | None = None
+    for metric in comparison["metrics"]:
+        column, everywhere = _value_column(metric, comparison, scores)
+        if column is not None:
+            columns.append(column)
+            if everywhere and ranking is None:
+                ranking = (column, bool(metric["higher_is_better"]))
+    columns += [f"experiment_scores.{n['verdict']}" for n in names.values() if n["verdict"] in published]
+    return {"leaderboard_columns": list(dict.fromkeys(columns)),
+            "ranking_metric": ranking[0] if ranking else None,
+            "ranking_higher_is_better": ranking[1] if ranking else None,
+            "difference_chart": [n["diff"] for n in names.values() if n["diff"] in published]}
+
+
+def build_publication(comparison: Mapping[str, Any], project_name: str | None = None, *,
+                      all_scores: bool = False) -> dict[str, Any]:
     """Everything a publish writes, as JSON: per experiment its experiment scores and the value of
-    its metadata key ``opik_metrics_comparison``; the dashboard's name and markdown."""
+    its metadata key ``opik_metrics_comparison``; the dashboard's name, description, markdown,
+    leaderboard columns and ranking, and chart. ``all_scores``: intervals, p-values and corpus values
+    as experiment scores too (by default only each score's difference and verdict)."""
     record = comparison_record(comparison)
-    scores = experiment_scores(comparison, record)
+    scores = experiment_scores(comparison, record, all_scores)
     name = dashboard_name(comparison, project_name)
     return {
         "schema": SCHEMA,
         "metadata_key": METADATA_KEY,
         "fingerprint": record["fingerprint"],
-        "dashboard": {"name": name, "markdown": markdown_table(record)},
+        "all_scores": all_scores,
+        "dashboard": {"name": name, "description": dashboard_description(record), "markdown": markdown_table(record),
+                      **dashboard_plan(comparison, record, scores)},
         "experiments": {exp: {"experiment_scores": scores[exp],
                               "metadata": {**record, "experiment": exp, "dashboard": {"name": name},
                                            "published_scores": dict(sorted(scores[exp].items()))}}

@@ -11,6 +11,7 @@ from opik_metrics.experiments.opik_server import OpikServerError, client_url
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.metrics.server_range import UNSENT_KEY
 
 
 def non_finite_kind(value: Any) -> str:
@@ -37,12 +38,15 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
         for score in stored.scores.values():
             score_metrics[score.name] = score.metric
             record.metadata[score.name] = score.metadata or {}
-            if score.failed:
+            unsent = score.failed and UNSENT_KEY in (score.metadata or {})   # not sent to Opik, still its value
+            if score.failed and not unsent:
                 record.score_failures[score.name] = score.reason or "scoring failed with no reason given"
-            elif is_number(score.value):
-                record.scores[score.name] = float(score.value)
+                continue
+            value = float(score.metadata[UNSENT_KEY]) if unsent else score.value
+            if is_number(value):
+                record.scores[score.name] = float(value)
             else:                   # the metric gave inf or NaN: counted and noted, not averaged
-                record.non_finite[score.name] = score.non_finite or non_finite_kind(score.value)
+                record.non_finite[score.name] = score.non_finite or non_finite_kind(value)
         items.append(record)
     corpus_meta = {s.name: s.metadata or {} for s in store.experiment_score_rows(info.id)}
     return ExperimentRecords(name=info.name, source=f"local store {store.path}", dataset=info.dataset,

@@ -99,7 +99,8 @@ def test_infinite_and_nan_scores_are_counted_and_left_out_with_a_note(tmp_path):
                        dataset_name="d", config={"model": name}, store=path, progress=False)
     with ExperimentStore(path, create=False) as store:
         stored = store.items(store.info("sys").id)
-        assert stored[0].scores["surprise"].value is None and stored[0].scores["surprise"].non_finite == "inf"
+        inf = stored[0].scores["surprise"]       # failed, so that no Opik server is sent it; still inf here
+        assert inf.failed and inf.metadata["unsent_value"] == "inf" and "not a score an Opik server" in inf.reason
         assert store.info("sys").scores["surprise"] == pytest.approx(sum(10 + k % 7 for k in range(15, 60)) / 45)
         runs = load_experiments(["base", "sys"], store=store)
     comparison = compare_experiments(runs, SETTINGS, created_at="t")

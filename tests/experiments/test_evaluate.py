@@ -13,7 +13,6 @@ import sacrebleu
 from opik_metrics import BLEU, ROUGE, evaluate
 from opik_metrics.experiments.opik_server import OpikServerUnavailable
 from opik_metrics.experiments.store import ExperimentStore
-from tests.opik_backend import emulated_backend
 from tests.opik_rest_server import OpikRestServer
 
 ITEMS = [{"input": "A dog runs along the beach.", "reference": "a dog running on the beach"},
@@ -69,7 +68,7 @@ def test_a_configured_server_that_does_not_answer_is_one_line_within_seconds(mon
 
 
 def test_with_a_server_it_runs_opik_evaluate_there(monkeypatch):
-    with OpikRestServer() as server, emulated_backend():
+    with OpikRestServer() as server:          # traces and scores go to it too, under its rules
         monkeypatch.setenv("OPIK_URL_OVERRIDE", server.url)
         summary = evaluate(dataset=ITEMS, task=task, scoring_metrics=[BLEU()], experiment_name="on-server",
                            dataset_name="captions", experiment_config={"model": "lowercase"}, verbose=0)

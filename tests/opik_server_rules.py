@@ -1,0 +1,323 @@
+"""Rules of Opik's backend that the SDK's REST models (``opik.rest_api``) do not carry, for the
+stand-in server of tests/opik_rest_server.py. Each rule is here once, with the file of Opik's
+backend it comes from (repository comet-ml/opik, paths under ``apps/opik-backend/src/main/java/
+com/comet/opik/``), read at versions around SDK 2.2.122.
+
+A refusal is a ``Refused`` (a ValueError) carrying the HTTP status the backend answers: 400 when its
+JSON mapper cannot read the body (``JsonProcessingExceptionMapper``), 422 when bean validation
+refuses a field (Dropwizard's answer to a ConstraintViolation). Either refuses the whole request:
+a batch is validated as one object (``@Valid List<...>``), so one bad item stores nothing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+from typing import Any, Mapping
+
+BAD_REQUEST = 400        # api/error/JsonProcessingExceptionMapper.java: a body Jackson cannot map
+UNPROCESSABLE = 422      # Dropwizard's JerseyViolationExceptionMapper: a bean validation failure
+SERVER_ERROR = 500       # an exception in the service or its ClickHouse query
+
+
+class Refused(ValueError):
+    """The backend refuses the request with ``status``."""
+
+    def __init__(self, message: str, status: int = UNPROCESSABLE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ---- JSON bodies ------------------------------------------------------------------------------
+# OpikApplication.java configures the HTTP ObjectMapper with
+# ``enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)``, so the literals NaN, Infinity and
+# -Infinity parse (the same in utils/JsonUtils.java, the internal mapper). Malformed JSON is a
+# JsonProcessingException: 400 (api/error/JsonProcessingExceptionMapper.java).
+
+class JsonFloat(float):
+    """A JSON number with a fraction or exponent, keeping the literal it was written as (what
+    Jackson's BigDecimal parsing reads; ``float`` would lose digits past 17)."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> "JsonFloat":
+        number = super().__new__(cls, literal)
+        number.literal = literal
+        return number
+
+
+def parse_json(raw: bytes) -> Any:
+    """``raw`` read as the backend's HTTP mapper reads it: NaN/Infinity/-Infinity accepted (as
+    floats), numbers with a fraction kept as JsonFloat; anything else that is not JSON: Refused 400."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_float=JsonFloat)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refused(f"Unable to process JSON. {exc}", BAD_REQUEST) from None
+
+
+# ---- BigDecimal fields ------------------------------------------------------------------------
+# OpikApplication.java registers utils/JsonBigDecimalDeserializer.java for ``BigDecimal.class``
+# only: it applies to the fields typed BigDecimal (feedback score values, experiment score values,
+# costs), not to numbers inside JsonNode fields (input, output, metadata), which stay doubles.
+# The deserializer rounds a value whose scale is above 12 to ValidationUtils.SCALE = 9 decimals,
+# HALF_EVEN (``if (value.scale() > 12) value.setScale(SCALE, RoundingMode.HALF_EVEN)``; one stored
+# version of that file reads ``> 9``: a value of 10 to 12 decimals is kept here as sent). A NaN or
+# Infinity literal (accepted by the parser, above) cannot become a BigDecimal: Jackson's
+# NumberFormatException is wrapped in a JsonMappingException, so the whole request is a 400.
+SCALE = 9                           # utils/ValidationUtils.java
+_EXACT = Context(prec=1000)         # BigDecimal arithmetic is not bounded to 28 digits
+ROUNDED_ABOVE_SCALE = 12            # utils/JsonBigDecimalDeserializer.java
+
+
+def big_decimal_exact(value: Any, where: str) -> Decimal:
+    """``value`` of a BigDecimal field as the backend keeps it: rounded to 9 decimals (HALF_EVEN)
+    when written with more than 12. Refused 400 for NaN/Infinity or a value that is not a number
+    (stricter than Jackson, which also reads a numeric string such as "0.5": the SDK sends none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Refused(f"Unable to process JSON. {where}: {value!r} is not a number", BAD_REQUEST)
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, JsonFloat):
+        number = Decimal(value.literal)       # 1e400 too: a BigDecimal, not a double
+    elif math.isfinite(value):
+        number = Decimal(repr(value))
+    else:
+        raise Refused(f"Unable to process JSON. {where}: {value!r} can not be deserialized as "
+                      "`java.math.BigDecimal`", BAD_REQUEST)
+    if -number.as_tuple().exponent > ROUNDED_ABOVE_SCALE:      # BigDecimal.scale()
+        number = number.quantize(Decimal(1).scaleb(-SCALE), rounding=ROUND_HALF_EVEN, context=_EXACT)
+    return number
+
+
+def big_decimal(value: Any, where: str) -> float | int:
+    """``big_decimal_exact`` as the JSON number the backend answers (an int stays an int)."""
+    number = big_decimal_exact(value, where)
+    return int(number) if isinstance(value, int) else float(number)
+
+
+# ---- JsonNode fields --------------------------------------------------------------------------
+# input, output and metadata are JsonNode: a NaN or Infinity parses into a DoubleNode and is
+# stored as the node's text (utils/JsonUtils.java ``getStringOrDefault``: ``JsonNode::toString``),
+# which Jackson writes with its default QUOTE_NON_NUMERIC_NUMBERS: the string "NaN", "Infinity"
+# or "-Infinity". Read back, the value is that string.
+
+def json_node(value: Any) -> Any:
+    """A JsonNode field's value as the backend gives it back."""
+    if isinstance(value, dict):
+        return {k: json_node(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_node(v) for v in value]
+    if isinstance(value, float):
+        value = float(value)                  # a JSON double (1e400 overflows to Infinity)
+        if not math.isfinite(value):
+            return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+# ---- strings ----------------------------------------------------------------------------------
+# @NotBlank (Hibernate Validator): null or nothing left after Java's String.trim(), which strips
+# every char up to U+0020. ValidationUtils.NULL_OR_NOT_BLANK, "(?s)^\s*(\S.*\S|\S)\s*$" with
+# Java's \s = [ \t\n\x0B\f\r]: null, or a string with a char outside that class.
+# @Size on a String counts String.length(): UTF-16 code units (a character beyond U+FFFF is two).
+
+def _blank(text: str) -> bool:
+    return all(ord(c) <= 0x20 for c in text)
+
+
+def java_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def not_blank(value: Any, where: str) -> None:
+    """@NotBlank: Refused 422 when ``value`` is null, not a string or blank."""
+    if not isinstance(value, str) or _blank(value):
+        raise Refused(f"{where} must not be blank")
+
+
+def null_or_not_blank(value: Any, where: str) -> None:
+    """@Pattern(regexp = NULL_OR_NOT_BLANK): Refused 422 for a string of whitespace only."""
+    if isinstance(value, str) and re.fullmatch(r"[ \t\n\x0b\f\r]*", value):
+        raise Refused(f"{where} must not be blank")
+
+
+def size_between(value: Any, low: int, high: int, where: str, message: str) -> None:
+    """@Size(min = low, max = high) on a String or a list (null passes, as in Bean Validation)."""
+    if value is None:
+        return
+    n = java_length(value) if isinstance(value, str) else len(value)
+    if not low <= n <= high:
+        raise Refused(f"{where} {message}")
+
+
+# ---- feedback scores --------------------------------------------------------------------------
+# api/FeedbackScoreBatchContainer.java (earlier api/FeedbackScoreBatch.java):
+#   @NotNull @Size(min = 1, max = 1000) List<@Valid FeedbackScoreBatchItem> scores
+# api/FeedbackScoreItem.java (earlier api/FeedbackScoreBatchItem.java), each item:
+#   @NotNull UUID id; @NotBlank String name; @Pattern(NULL_OR_NOT_BLANK) String projectName;
+#   @NotNull @DecimalMax(MAX_FEEDBACK_SCORE_VALUE) @DecimalMin(MIN_FEEDBACK_SCORE_VALUE) BigDecimal value;
+#   @NotNull ScoreSource source; @Min(0) @Max(1) Integer error.
+# utils/ValidationUtils.java: MIN/MAX_FEEDBACK_SCORE_VALUE = "-999999999.999999999"/"999999999.999999999".
+# Endpoints: PUT /v1/private/traces/feedback-scores (TracesResource.java, scoreBatchOfTraces) and
+# PUT /v1/private/spans/feedback-scores (SpansResource.java, scoreBatchOfSpans), body {"scores": [...]}.
+MIN_FEEDBACK_SCORE_VALUE = Decimal("-999999999.999999999")
+MAX_FEEDBACK_SCORE_VALUE = Decimal("999999999.999999999")
+MAX_BATCH = 1000
+
+
+def _read_values(items: list, where: str) -> list:
+    """Jackson's pass over a list of objects with a BigDecimal ``value``: every item an object, every
+    non-null value a number (Refused 400 otherwise, before any bean validation runs)."""
+    values = []
+    for k, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            if item is None:
+                values.append(None)
+                continue
+            raise Refused(f"Unable to process JSON. {where}[{k}]: expected an object", BAD_REQUEST)
+        value = item.get("value")
+        values.append(None if value is None else
+                      big_decimal_exact(value, f"{where}[{k}] ({item.get('name')!r}): value"))
+    return values
+
+
+def _number(exact: Decimal, sent: Any) -> float | int:
+    return int(exact) if isinstance(sent, int) else float(exact)
+
+
+def _check_feedback_score(item: Mapping[str, Any], exact: Decimal | None, label: str) -> dict:
+    if exact is None:
+        raise Refused(f"{label}: value must not be null")
+    if not MIN_FEEDBACK_SCORE_VALUE <= exact <= MAX_FEEDBACK_SCORE_VALUE:
+        raise Refused(f"{label}: value must be between {MIN_FEEDBACK_SCORE_VALUE} and {MAX_FEEDBACK_SCORE_VALUE}")
+    if item.get("id") is None:
+        raise Refused(f"{label}: id must not be null")
+    not_blank(item.get("name"), f"{label}: name")
+    null_or_not_blank(item.get("project_name"), f"{label}: project_name")
+    if item.get("source") is None:
+        raise Refused(f"{label}: source must not be null")
+    if item.get("error") is not None and item["error"] not in (0, 1):
+        raise Refused(f"{label}: error must be 0 or 1")
+    return {**item, "value": _number(exact, item["value"])}
+
+
+def check_feedback_score_batch(scores: Any) -> list[dict]:
+    """A whole batch (the list under "scores"), validated as one: every item's stored form (value
+    rounded), or Refused naming the first bad item, so that nothing of the batch is stored."""
+    if scores is None:
+        raise Refused("scores must not be null")
+    if not isinstance(scores, list):
+        raise Refused("Unable to process JSON. scores: expected an array", BAD_REQUEST)
+    values = _read_values(scores, "scores")
+    size_between(scores, 1, MAX_BATCH, "scores", f"size must be between 1 and {MAX_BATCH}")
+    stored = []
+    for k, (item, exact) in enumerate(zip(scores, values)):
+        if item is None:
+            raise Refused(f"scores[{k}] must not be null")
+        stored.append(_check_feedback_score(item, exact, f"scores[{k}] ({item.get('name')!r})"))
+    return stored
+
+
+# ---- traces and spans -------------------------------------------------------------------------
+# api/TraceBatch.java: @NotNull @Size(min = 1, max = 1000) List<@Valid Trace> traces; api/Trace.java:
+# @Pattern(NULL_OR_NOT_BLANK) projectName, @NotNull startTime. SpanBatch is alike; api/Span.java adds
+# @NotNull UUID traceId. A null project_name means the default project ("Default Project").
+DEFAULT_PROJECT = "Default Project"
+
+
+def check_trace_or_span(row: Any, where: str, *, span: bool) -> None:
+    if not isinstance(row, Mapping):
+        raise Refused(f"Unable to process JSON. {where}: expected an object", BAD_REQUEST)
+    null_or_not_blank(row.get("project_name"), f"{where}: project_name")
+    if row.get("start_time") is None:
+        raise Refused(f"{where}: start_time must not be null")
+    if span and row.get("trace_id") is None:
+        raise Refused(f"{where}: trace_id must not be null")
+    if span and row.get("total_estimated_cost") is not None:
+        big_decimal(row["total_estimated_cost"], f"{where}: total_estimated_cost")
+
+
+def check_batch(rows: Any, key: str) -> list:
+    """The list under ``key`` ("traces" or "spans") of a batch create: 1 to 1000 valid rows."""
+    if rows is None:
+        raise Refused(f"{key} must not be null")
+    if not isinstance(rows, list):
+        raise Refused(f"Unable to process JSON. {key}: expected an array", BAD_REQUEST)
+    size_between(rows, 1, MAX_BATCH, key, f"size must be between 1 and {MAX_BATCH}")
+    for k, row in enumerate(rows):
+        check_trace_or_span(row, f"{key}[{k}]", span=key == "spans")
+    return rows
+
+
+# ---- experiment scores ------------------------------------------------------------------------
+# api/ExperimentScore.java: @NotBlank String name, @NotNull BigDecimal value; api/Experiment.java and
+# api/ExperimentUpdate.java hold List<@NotNull @Valid ExperimentScore>, with no bound on the value:
+# any finite value is written (rounded as every BigDecimal, above). domain/ExperimentDAO.java reads
+# them back in its FIND query (GET /experiments/{id}, the experiments stream and search) through
+# ``CAST(JSON_VALUE(score, '$.value') AS Decimal(18, 9))``: 9 integer digits, so a stored value with
+# |value| >= 1e9 makes ClickHouse's CAST overflow and every read of that experiment fail (500).
+# The write itself succeeds.
+DECIMAL_18_9_BOUND = Decimal("1e9")
+
+
+def check_experiment_scores(scores: Any, where: str = "experiment_scores") -> list[dict] | None:
+    """The stored form of an experiment's scores (values rounded); Refused as the write would be."""
+    if scores is None:
+        return None
+    if not isinstance(scores, list):
+        raise Refused(f"Unable to process JSON. {where}: expected an array", BAD_REQUEST)
+    values = _read_values(scores, where)
+    stored = []
+    for k, (score, exact) in enumerate(zip(scores, values)):
+        if score is None:
+            raise Refused(f"{where}[{k}] must not be null")
+        if exact is None:
+            raise Refused(f"{where}[{k}] ({score.get('name')!r}): value must not be null")
+        not_blank(score.get("name"), f"{where}[{k}]: name")
+        stored.append({**score, "value": _number(exact, score["value"])})
+    return stored
+
+
+def check_experiment_readable(experiment: Mapping[str, Any]) -> None:
+    """Refused 500 when the experiment's stored scores cannot pass the read's Decimal(18, 9) cast."""
+    for score in experiment.get("experiment_scores") or []:
+        if abs(Decimal(repr(float(score["value"])))) >= DECIMAL_18_9_BOUND:
+            raise Refused(f"experiment {experiment.get('name')!r}: score {score.get('name')!r} = "
+                          f"{score['value']!r} overflows Decimal(18, 9) in the experiments query",
+                          SERVER_ERROR)
+
+
+# ---- dashboards -------------------------------------------------------------------------------
+# api/Dashboard.java (create, View.Write): @NotBlank @Size(min = 1, max = 120) name;
+# @Size(max = 1000) description; @Pattern(NULL_OR_NOT_BLANK) projectName; @NotNull config.
+# api/DashboardUpdate.java (PATCH): name @Pattern(NULL_OR_NOT_BLANK) @Size(min = 1, max = 120);
+# @Size(max = 1000) description. The name column is VARCHAR(120).
+# domain/DashboardService.java (create): a project_name without a project_id is
+# ``projectService.getOrCreate(workspaceId, projectName, userName)``: an unknown name creates it.
+DASHBOARD_NAME_MAX = 120
+DASHBOARD_DESCRIPTION_MAX = 1000
+
+
+def check_dashboard_name(name: Any, *, update: bool = False) -> None:
+    if update:
+        null_or_not_blank(name, "name")
+    else:
+        not_blank(name, "name")
+    size_between(name, 1, DASHBOARD_NAME_MAX, "name", f"name must be between 1 and {DASHBOARD_NAME_MAX} characters")
+
+
+def check_dashboard(body: Mapping[str, Any], *, update: bool = False) -> None:
+    """A dashboard create (or, ``update``, PATCH) body: Refused 422 as the backend refuses it."""
+    check_dashboard_name(body.get("name"), update=update)
+    size_between(body.get("description"), 0, DASHBOARD_DESCRIPTION_MAX, "description",
+                 f"description cannot exceed {DASHBOARD_DESCRIPTION_MAX} characters")
+    if not update:
+        null_or_not_blank(body.get("project_name"), "project_name")
+        if body.get("config") is None:
+            raise Refused("config must not be null")
+
+
+def dashboard_project(body: Mapping[str, Any]) -> str | None:
+    """The project name a dashboard create gets (or creates), None for a workspace dashboard."""
+    name = body.get("project_name")
+    return name if isinstance(name, str) and not _blank(name) and body.get("project_id") is None else None
