@@ -114,19 +114,51 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+PUSH_INCOMPLETE = 3   # the server did not keep all of a push (2 stays "error", 1 a failed check)
+
+
+def _push_command(args: argparse.Namespace, store_path: Any) -> str:
+    """The command line that reruns this push (it sends only what the server lacks)."""
+    import shlex
+
+    words = ["opik-metrics", "experiments", "push", args.name, "--store", str(store_path)]
+    for flag, value in (("--project", args.project), ("--dataset-name", args.dataset_name), ("--as", args.as_name)):
+        if value:
+            words += [flag, value]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _push_line(report: Any) -> str:
+    line = f"pushed experiment {report.name} to {report.target}: {report.items} items on dataset {report.dataset}"
+    if report.skipped_items:
+        line += f" ({report.skipped_items} failed items not pushed)"
+    if not report.read_back:
+        return line + f"; {report.traces} traces sent (not read back)"
+    sent = (f"this push sent {report.traces} traces and {report.sent_scores} feedback scores"
+            if report.traces or report.sent_scores else "this push sent nothing")
+    if report.complete:
+        return line + f"; read back: all {report.items} items and {report.scores} feedback scores there ({sent})"
+    return line + f"; {sent}"
+
+
 def cmd_push(args: argparse.Namespace) -> int:
+    """Push, then say what the server kept; exit 3 when it lacks something (rerunning sends just that)."""
+    from opik_metrics.cli.errors import fail
     from opik_metrics.experiments.push import push_experiment
 
     with _open_store(args) as store:
         report = push_experiment(store, args.name, project_name=args.project, dataset_name=args.dataset_name,
                                  experiment_name=args.as_name, progress=not args.no_progress)
+        path = store.path
     if args.format == "json":
-        json.dump(vars(report), sys.stdout, indent=2, default=str)
+        json.dump({**vars(report), "complete": report.complete}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
+    else:
+        print(_push_line(report))
+    if report.complete:
         return 0
-    print(f"pushed experiment {report.name} to {report.target}: {report.traces} traces on dataset "
-          f"{report.dataset}" + (f" ({report.skipped_items} failed items not pushed)" if report.skipped_items else ""))
-    return 0
+    return fail(f"{report.target} did not keep all of experiment {report.name!r}: {report.missing_line()}; run "
+                f"`{_push_command(args, path)}` to send only what is missing", PUSH_INCOMPLETE)
 
 
 def register(subparsers: Any) -> None:
@@ -143,7 +175,10 @@ def register(subparsers: Any) -> None:
     show.add_argument("--format", choices=["table", "json"], default="table")
     show.add_argument("--items", action="store_true", help="also print a per-item table")
     show.set_defaults(func=cmd_show)
-    push = sub.add_parser("push", help="upload a stored experiment to the configured Opik server")
+    push = sub.add_parser("push", help="upload a stored experiment to the configured Opik server",
+                          description="Upload a stored experiment, then read back what the server kept. Exit 0: "
+                                      "all there; 3: something missing (named; the same command sends just "
+                                      "that); 2: an error.")
     push.add_argument("name")
     add_store_argument(push)
     push.add_argument("--project", help="Opik project name")

@@ -2,34 +2,106 @@
 experiment with its config, one trace per item with the task's spans and attachments, every
 feedback score (as ``opik.evaluate`` logs them) and the experiment-level scores. A server that
 refuses a request (HTTP 401, 404, 500) is one OpikServerError line naming it and the status.
+
+The SDK sends traces, experiment items and feedback scores in the background and only logs a batch
+the server refuses (one bad score refuses a batch of up to 1,000), so after ``flush`` the push
+reads back what the server kept: the experiment's items, each joined to its trace and that trace's
+feedback scores, and the experiment scores. What is missing is named in the report. The
+experiment's id and each item's trace id are noted in the store before they are sent (span ids
+derive from the trace id), so a rerun of the same push sends only what is missing, under the same
+ids: no second experiment, trace or experiment item. Only a push that arrived whole marks the
+experiment pushed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import opik
+from opik import id_helpers
 from opik.api_objects.experiment.experiment_item import ExperimentItemReferences
 from opik.evaluation.metrics.score_result import ScoreResult
+from opik.exceptions import ExperimentNotFound
 from opik.types import BatchFeedbackScoreDict
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.opik_datasets import insert_items
-from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
+from opik_metrics.experiments.opik_server import api_failure, choose_backend, client_url, server_errors
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
+from opik_metrics.metrics.server_range import storable
+
+READBACK_SECONDS = 3.0       # how long the read-back waits for writes a server does not show at once
+_SHOWN = 5                   # item positions and score names the one-line summary names
 
 
 @dataclass
 class PushReport:
-    """What was uploaded."""
+    """What was sent and, read back after the push, what the server kept."""
 
     name: str
     dataset: str
-    traces: int
+    traces: int                  # traces sent by this push (a rerun sends only the missing ones)
     skipped_items: int           # failed items: no output to upload
     target: str
+    items: int = 0               # scored items: a trace and an experiment item each on the server
+    scores: int = 0              # their feedback scores a server stores (failed, non-finite ones are not sent)
+    sent_scores: int = 0         # feedback scores sent by this push
+    experiment_id: str | None = None
+    resumed: bool = False        # an earlier push to the same experiment was continued
+    read_back: bool = False      # False: the client cannot read back (a stand-in); nothing was checked
+    kept_items: int = 0          # items whose trace and experiment item the server holds
+    kept_scores: int = 0
+    missing_items: list[int] = field(default_factory=list)        # positions, as `experiments show --items`
+    missing_item_keys: list[str] = field(default_factory=list)    # the store's item keys of the same items
+    missing_scores: dict[str, int] = field(default_factory=dict)  # score name -> items lacking it
+    missing_experiment_scores: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the server holds everything (as far as it was read back)."""
+        return not (self.missing_items or self.missing_scores or self.missing_experiment_scores)
+
+    def missing_line(self) -> str:
+        """One line: how many items and scores the server kept, and a few of those it lacks."""
+        lacking = sum(self.missing_scores.values())
+        line = (f"the server kept {self.kept_items} of {self.items} items; {lacking} of {self.scores} feedback "
+                "scores missing")
+        if self.missing_items:
+            line += f"; items without their trace or experiment item: {_few(self.missing_items)}"
+        if self.missing_scores:
+            names = sorted(self.missing_scores, key=lambda n: -self.missing_scores[n])
+            line += "; scores missing: " + _few([f"{n} ({self.missing_scores[n]})" for n in names])
+        if self.missing_experiment_scores:
+            line += f"; experiment scores missing: {_few(self.missing_experiment_scores)}"
+        return line
+
+
+def _few(values: Sequence[Any]) -> str:
+    shown = ", ".join(str(v) for v in values[:_SHOWN])
+    return shown + (f" and {len(values) - _SHOWN} more" if len(values) > _SHOWN else "")
+
+
+def push_target(url: str | None, project_name: str | None, dataset: str, experiment: str) -> str:
+    """The key of a push in the store: the server, the project, the dataset and experiment names there."""
+    return json.dumps({"server": url, "project": project_name, "dataset": dataset, "experiment": experiment},
+                      sort_keys=True)
+
+
+def span_id(trace_id: str, index: int) -> str:
+    """The id of a trace's ``index``-th span, derived from the trace id (a UUIDv7 at the trace's time),
+    so a span sent again replaces itself on the server instead of appearing twice."""
+    digest = hashlib.sha256(f"{trace_id}/span/{index}".encode()).digest()
+    raw = bytearray(uuid.UUID(trace_id).bytes[:6] + digest[:10])
+    raw[6] = 0x70 | (raw[6] & 0x0F)
+    raw[8] = 0x80 | (raw[8] & 0x3F)
+    return str(uuid.UUID(bytes=bytes(raw)))
 
 
 def _time(text: str | None) -> datetime | None:
@@ -45,28 +117,122 @@ def _attachments(span: dict) -> list[opik.Attachment] | None:
             for a in files] or None
 
 
-def push_item(client: Any, item: StoredItem, project_name: str | None) -> str:
-    """One trace for one scored item: input, output, the task's spans, feedback scores; its id."""
+def sent_scores(item: StoredItem) -> set[str]:
+    """The names of the item's feedback scores a push sends (not failed, values a server stores)."""
+    return {s.name for s in item.scores.values() if not s.failed and storable(s.value)}
+
+
+def _feedback(item: StoredItem, trace_id: str, names: set[str] | None = None) -> list[BatchFeedbackScoreDict]:
+    return [BatchFeedbackScoreDict(id=trace_id, name=s.name, value=s.value, reason=s.reason)
+            for s in item.scores.values()
+            if not s.failed and s.value is not None and storable(s.value) and (names is None or s.name in names)]
+
+
+def push_item(client: Any, item: StoredItem, project_name: str | None, trace_id: str | None = None) -> str:
+    """One trace for one scored item: input, output, the task's spans, feedback scores; its id.
+    With ``trace_id`` (noted before), the trace and its spans keep their ids when sent again."""
     spans = item.trace or []
     failed = {s.name: s.reason for s in item.scores.values() if s.failed}
+    failed.update({s.name: f"{s.non_finite or s.value} is not a score an Opik server stores: not sent"
+                   for s in item.scores.values() if not s.failed and not storable(s.value)})
     trace = client.trace(
-        name="evaluation_task", input=item.input, output=item.output,
+        id=trace_id, name="evaluation_task", input=item.input, output=item.output,
         start_time=_time(spans[0].get("start_time")) if spans else None,
         end_time=_time(spans[-1].get("end_time")) if spans else _time(item.finished_at),
         metadata={"source": "opik-metrics local store", "item_key": item.key,
                   "task_seconds": item.task_seconds, "score_seconds": item.score_seconds,
                   **({"failed_scores": failed} if failed else {})},
         project_name=project_name)
-    for span in spans:
-        trace.span(name=span.get("name"), type=span.get("type", "general"), input=span.get("input"),
-                   output=span.get("output"), metadata=span.get("metadata"),
-                   start_time=_time(span.get("start_time")), end_time=_time(span.get("end_time")),
-                   attachments=_attachments(span))
-    scores = [BatchFeedbackScoreDict(id=trace.id, name=s.name, value=s.value, reason=s.reason)
-              for s in item.scores.values() if not s.failed and s.value is not None]
+    for k, span in enumerate(spans):
+        trace.span(id=span_id(trace.id, k) if trace_id else None, name=span.get("name"),
+                   type=span.get("type", "general"), input=span.get("input"), output=span.get("output"),
+                   metadata=span.get("metadata"), start_time=_time(span.get("start_time")),
+                   end_time=_time(span.get("end_time")), attachments=_attachments(span))
+    scores = _feedback(item, trace.id)
     if scores:
         client.log_traces_feedback_scores(scores=scores, project_name=project_name)
     return trace.id
+
+
+@dataclass
+class _Kept:
+    """What the server holds of one experiment, read back through the SDK."""
+
+    items: Counter = field(default_factory=Counter)               # trace id -> experiment items linking it
+    traces: set[str] = field(default_factory=set)                  # trace ids whose trace is there
+    scores: dict[str, set[str]] = field(default_factory=dict)     # trace id -> its feedback scores' names
+    experiment_scores: dict[str, float] = field(default_factory=dict)
+
+
+def _read_back(experiment: Any, limit: int) -> _Kept:
+    """The experiment's items joined to their traces and feedback scores (``Experiment.get_items``:
+    the server's compare view, where an item whose trace is missing comes without output or scores)
+    and its experiment scores (``get_experiment_data``)."""
+    kept = _Kept()
+    for row in experiment.get_items(max_results=limit, truncate=True):
+        kept.items[row.trace_id] += 1
+        if row.evaluation_task_output is not None:
+            kept.traces.add(row.trace_id)
+            kept.scores.setdefault(row.trace_id, set()).update(s["name"] for s in row.feedback_scores or [])
+    data = experiment.get_experiment_data()
+    kept.experiment_scores = {s.name: s.value for s in data.experiment_scores or []}
+    return kept
+
+
+def _can_read_back(experiment: Any) -> bool:
+    return callable(getattr(experiment, "get_items", None)) and callable(getattr(experiment, "get_experiment_data",
+                                                                                 None))
+
+
+def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str], corpus: list[ScoreResult],
+             kept: _Kept) -> None:
+    """Fill the report's kept and missing fields from what was read back."""
+    report.read_back, report.kept_items, report.kept_scores = True, 0, 0
+    report.missing_items, report.missing_item_keys, report.missing_scores = [], [], {}
+    for item in scored:
+        trace_id = traces[item.key]
+        names = sent_scores(item)
+        there = kept.scores.get(trace_id, set()) & names if trace_id in kept.traces else set()
+        if kept.items[trace_id] and trace_id in kept.traces:
+            report.kept_items += 1
+        else:
+            report.missing_items.append(item.position)
+            report.missing_item_keys.append(item.key)
+        report.kept_scores += len(there)
+        for name in sorted(names - there):
+            report.missing_scores[name] = report.missing_scores.get(name, 0) + 1
+    report.missing_experiment_scores = [s.name for s in corpus if s.name not in kept.experiment_scores]
+
+
+def _check(report: PushReport, experiment: Any, limit: int, scored: list[StoredItem], traces: dict[str, str],
+           corpus: list[ScoreResult]) -> None:
+    """Read back until everything is there or READBACK_SECONDS pass (a server may show writes late)."""
+    deadline = time.monotonic() + READBACK_SECONDS
+    while True:
+        _compare(report, scored, traces, corpus, _read_back(experiment, limit))
+        if report.complete or time.monotonic() >= deadline:
+            return
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def _experiment(client: Any, store: ExperimentStore, info: Any, target: str, dataset: Any, name: str,
+                project_name: str | None, store_path: Path) -> tuple[Any, bool]:
+    """(the experiment on the server, whether an earlier push created it): found by the id noted in
+    the store, else created under an id noted first."""
+    record = store.push_record(info.id, target)
+    if record is not None:
+        try:
+            return client.get_experiment_by_id(record.remote_id), True
+        except ExperimentNotFound:      # noted, but its creation never arrived: created now, same id
+            remote_id = record.remote_id
+    else:
+        remote_id = id_helpers.generate_id()
+        store.start_push(info.id, target, remote_id)
+    experiment = client.create_experiment(
+        dataset_name=dataset.name, name=name, project_name=project_name, experiment_id=remote_id,
+        experiment_config={**info.config, "items": info.items, "failed_items": info.failed_items,
+                           "pushed_from": f"opik-metrics local store {store_path}"})
+    return experiment, record is not None
 
 
 def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, project_name: str | None = None,
@@ -74,6 +240,8 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
                     progress: bool = True) -> PushReport:
     """Upload experiment ``name`` from ``store``; without ``client``, the configured server must answer.
 
+    Reads back what the server kept; ``report.complete`` says whether it is all there (the store is
+    then marked pushed), else the report names what is missing and the same call sends just that.
     Raises OpikServerError (one line: the server's URL, what was refused, the HTTP status) when the
     server's API refuses a request or stops answering; the store is then left unmarked.
     """
@@ -86,26 +254,69 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     if client is None:
         backend = choose_backend("opik")
         target, url = backend.reason, backend.url
+    remote_name = experiment_name or name
     with server_errors(url, "connecting the Opik client"):
         if client is None:
             client = opik.Opik(project_name=project_name)
     with server_errors(url, f"the dataset {dataset_name or info.dataset!r} (creating it or inserting its items)"):
         dataset, ids = insert_items(client, dataset_name or info.dataset, [item.input for item in scored])
-    with server_errors(url, f"creating the experiment {experiment_name or name!r}"):
-        experiment = client.create_experiment(
-            dataset_name=dataset.name, name=experiment_name or name, project_name=project_name,
-            experiment_config={**info.config, "items": info.items, "failed_items": info.failed_items,
-                               "pushed_from": f"opik-metrics local store {store.path}"})
-    with server_errors(url, f"the traces and scores of experiment {experiment_name or name!r}"):
-        refs = [ExperimentItemReferences(dataset_item_id=item_id, trace_id=push_item(client, item, project_name))
-                for item, item_id in tqdm(list(zip(scored, ids)), desc=f"pushing {name}", unit="item",
-                                          disable=not progress)]
-        experiment.insert(experiment_items_references=refs)
-        corpus = [ScoreResult(name=s.name, value=s.value, reason=s.reason)
-                  for s in store.experiment_score_rows(info.id) if not s.failed and s.value is not None]
-        if corpus:
-            experiment.log_experiment_scores(score_results=corpus)
+    key = push_target(url, project_name, dataset.name, remote_name)
+    with server_errors(url, f"finding or creating the experiment {remote_name!r}"):
+        experiment, resumed = _experiment(client, store, info, key, dataset, remote_name, project_name, store.path)
+    record = store.push_record(info.id, key)
+    traces = dict(record.traces) if record else {}
+    new = {item.key: id_helpers.generate_id() for item in scored if item.key not in traces}
+    if new:
+        store.save_push_traces(info.id, key, new)
+        traces.update(new)
+    corpus = [ScoreResult(name=s.name, value=s.value, reason=s.reason)
+              for s in store.experiment_score_rows(info.id) if not s.failed and s.value is not None and storable(s.value)]
+    readable = _can_read_back(experiment)
+    limit = max(10_000, 2 * len(scored))
+    report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),
+                        target=target, items=len(scored), scores=sum(len(sent_scores(i)) for i in scored),
+                        experiment_id=getattr(experiment, "id", None), resumed=resumed)
+    with server_errors(url, f"reading back experiment {remote_name!r} before sending what it lacks"):
+        before = _read_back(experiment, limit) if resumed and readable else _Kept()
+    with server_errors(url, f"the traces and scores of experiment {remote_name!r}"):
+        refs, only_scores = [], []
+        for item, item_id in tqdm(list(zip(scored, ids)), desc=f"pushing {name}", unit="item", disable=not progress):
+            trace_id = traces[item.key]
+            if before.items[trace_id] and trace_id in before.traces:
+                lacking = sent_scores(item) - before.scores.get(trace_id, set())
+                only_scores.extend(_feedback(item, trace_id, lacking))
+                continue
+            push_item(client, item, project_name, trace_id)
+            report.traces += 1
+            report.sent_scores += len(sent_scores(item))
+            if not before.items[trace_id]:
+                refs.append(ExperimentItemReferences(dataset_item_id=item_id, trace_id=trace_id))
+        if only_scores:
+            client.log_traces_feedback_scores(scores=only_scores, project_name=project_name)
+            report.sent_scores += len(only_scores)
+        if refs:
+            experiment.insert(experiment_items_references=refs)
+        try:
+            _log_experiment_scores(experiment, corpus, before.experiment_scores)
+        except Exception as exc:
+            if not readable or api_failure(exc, url, "") is None:
+                raise               # else the read-back names the experiment scores missing
         client.flush()
-    store.mark_pushed(name, target)
-    return PushReport(name=experiment_name or name, dataset=dataset.name, traces=len(refs),
-                      skipped_items=info.items - len(scored), target=target)
+    if readable:
+        with server_errors(url, f"reading back experiment {remote_name!r} after the push (run the push again to "
+                                "check and finish it)"):
+            _check(report, experiment, limit, scored, traces, corpus)
+    if report.complete:
+        store.finish_push(info.id, key)
+        store.mark_pushed(name, target)
+    return report
+
+
+def _log_experiment_scores(experiment: Any, corpus: list[ScoreResult], there: dict[str, float]) -> None:
+    """Our experiment scores when the server lacks one, with the others it holds (each write
+    replaces the whole list: a comparison published there stays)."""
+    if not corpus or all(s.name in there for s in corpus):
+        return
+    ours = {s.name for s in corpus}
+    others = [ScoreResult(name=n, value=v) for n, v in there.items() if n not in ours]
+    experiment.log_experiment_scores(score_results=others + corpus)

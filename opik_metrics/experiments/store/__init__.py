@@ -13,14 +13,18 @@ Reading commands (``create=False``) open the file read-only (``mode=ro``, no sch
 write; ``immutable`` on read-only storage); a write asked of such a store reopens it for writing.
 A damaged file (``StoreDamaged``) and another application's SQLite file (``NotAStore``) are named
 as such and never written to.
+
+Each push to an Opik server is recorded too (``push_record``): the experiment's id there and each
+item's trace id, noted before anything is sent, so a rerun of the push sends only what is missing.
 """
 from opik_metrics.experiments.store.errors import (ExperimentLocked, ExperimentNotFound, NotAStore, StoreDamaged,
                                                    StoreError, StoreNotFound)
 from opik_metrics.experiments.store.experiment_store import STORE_ENV, ExperimentStore, default_store_path
 from opik_metrics.experiments.store.leases import LEASE_SECONDS, LOCK_WAIT_ENV
-from opik_metrics.experiments.store.records import ExperimentInfo, StoredItem, StoredScore, config_identity
+from opik_metrics.experiments.store.records import (ExperimentInfo, PushRecord, StoredItem, StoredScore,
+                                                    config_identity)
 from opik_metrics.experiments.store.schema import SCHEMA_VERSION
 
 __all__ = ["STORE_ENV", "LOCK_WAIT_ENV", "LEASE_SECONDS", "SCHEMA_VERSION", "ExperimentStore", "ExperimentInfo",
-           "StoredItem", "StoredScore", "StoreError", "ExperimentNotFound", "StoreNotFound", "StoreDamaged",
-           "NotAStore", "ExperimentLocked", "config_identity", "default_store_path"]
+           "PushRecord", "StoredItem", "StoredScore", "StoreError", "ExperimentNotFound", "StoreNotFound",
+           "StoreDamaged", "NotAStore", "ExperimentLocked", "config_identity", "default_store_path"]

@@ -16,10 +16,11 @@ from opik_metrics.experiments.store.errors import (ExperimentLocked, ExperimentN
                                                    StoreError, StoreNotFound, is_damage)
 from opik_metrics.experiments.store.leases import (BUSY_SECONDS, HOST, LEASE_SECONDS, MACHINE, Heartbeat,
                                                    LOCK_WAIT_ENV, lock_wait_seconds)
-from opik_metrics.experiments.store.records import (ExperimentInfo, StoredItem, StoredScore, config_identity, dumps,
-                                                    finite, loads, read_value, storable_text, stored_value, utc_now)
-from opik_metrics.experiments.store.schema import APPLICATION, CORE_TABLES, META_TABLE, SCHEMA, SCHEMA_VERSION, \
-    expected_columns
+from opik_metrics.experiments.store.records import (ExperimentInfo, PushRecord, StoredItem, StoredScore,
+                                                    config_identity, dumps, finite, loads, read_value, storable_text,
+                                                    stored_value, utc_now)
+from opik_metrics.experiments.store.schema import ADDED_TABLES, APPLICATION, CORE_TABLES, META_TABLE, PUSH_SCHEMA, \
+    SCHEMA, SCHEMA_VERSION, expected_columns
 
 STORE_ENV = "OPIK_METRICS_STORE"
 
@@ -127,6 +128,8 @@ class ExperimentStore:
                     INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('created_at', '{utc_now()}');
                     PRAGMA user_version = {SCHEMA_VERSION};
                     COMMIT;""")
+            elif self._lacks(db, ADDED_TABLES):       # made before the push tables: added, nothing else changes
+                db.executescript("BEGIN IMMEDIATE;\n" + PUSH_SCHEMA + "COMMIT;")
             self._db, db = db, None
             self._empty = False
         except sqlite3.DatabaseError as exc:
@@ -169,13 +172,18 @@ class ExperimentStore:
                 raise NotAStore(self._foreign_message(tables))
             if version > SCHEMA_VERSION:
                 raise StoreError(self._newer_message(version))
-        different = sorted(t for t in CORE_TABLES if t in tables and not expected[t] <= tables[t])
+        different = sorted(t for t in CORE_TABLES + ADDED_TABLES if t in tables and not expected[t] <= tables[t])
         missing = [t for t in CORE_TABLES if t not in tables]
         if different or (kind == "ours" and missing):
             what = (f"table {', '.join(different)} has other columns than ours" if different
                     else f"it lacks table {', '.join(missing)}")
             raise NotAStore(self._foreign_message(tables, what))
         return kind
+
+    @staticmethod
+    def _lacks(db: sqlite3.Connection, tables: Sequence[str]) -> bool:
+        found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return not set(tables) <= found
 
     def _foreign_message(self, tables: dict, why: str | None = None) -> str:
         shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
@@ -463,6 +471,46 @@ class ExperimentStore:
         with db:
             db.execute("UPDATE experiments SET pushed_at = ?, pushed_to = ? WHERE name = ?",
                        (utc_now(), storable_text(target), storable_text(name)))
+
+    # ---- pushes to Opik servers ------------------------------------------------------------
+
+    @_guarded
+    def push_record(self, exp_id: int, target: str) -> PushRecord | None:
+        """An earlier push of the experiment to ``target`` (server, project, dataset and experiment
+        name there): the experiment's id on the server and each item's trace id, else None."""
+        db = self._writable()
+        row = db.execute("SELECT * FROM pushes WHERE experiment_id = ? AND target = ?", (exp_id, target)).fetchone()
+        if row is None:
+            return None
+        traces = dict(db.execute("SELECT item_key, trace_id FROM pushed_traces WHERE experiment_id = ? AND "
+                                 "target = ?", (exp_id, target)).fetchall())
+        return PushRecord(target=target, remote_id=row["remote_id"], started_at=row["started_at"],
+                          complete_at=row["complete_at"], traces=traces)
+
+    @_guarded
+    def start_push(self, exp_id: int, target: str, remote_id: str) -> None:
+        """Note, before creating it, the id the experiment gets on ``target``, so a rerun finds it."""
+        db = self._writable()
+        with db:
+            db.execute("INSERT OR IGNORE INTO pushes (experiment_id, target, remote_id, started_at) "
+                       "VALUES (?, ?, ?, ?)", (exp_id, storable_text(target), remote_id, utc_now()))
+
+    @_guarded
+    def save_push_traces(self, exp_id: int, target: str, traces: dict[str, str]) -> None:
+        """Each item's trace id on ``target`` (item key -> trace id), noted before the traces are sent."""
+        db = self._writable()
+        with db:
+            db.executemany("INSERT OR REPLACE INTO pushed_traces (experiment_id, target, item_key, trace_id) "
+                           "VALUES (?, ?, ?, ?)", [(exp_id, storable_text(target), key, trace_id)
+                                                   for key, trace_id in traces.items()])
+
+    @_guarded
+    def finish_push(self, exp_id: int, target: str) -> None:
+        """Note that a read-back found everything on ``target``."""
+        db = self._writable()
+        with db:
+            db.execute("UPDATE pushes SET complete_at = ? WHERE experiment_id = ? AND target = ?",
+                       (utc_now(), exp_id, storable_text(target)))
 
     @_guarded
     def delete(self, name: str) -> None:

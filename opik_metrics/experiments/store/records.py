@@ -131,4 +131,15 @@ class ExperimentInfo:
                 "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset}
 
 
+@dataclass
+class PushRecord:
+    """An earlier push of an experiment to one target: its id there and each item's trace id."""
+
+    target: str
+    remote_id: str
+    started_at: str
+    complete_at: str | None = None
+    traces: dict[str, str] = field(default_factory=dict)      # item key -> trace id
+
+
 # ---- the lease holder's identity -------------------------------------------------------------

@@ -81,7 +81,29 @@ CREATE TABLE IF NOT EXISTS opik_metrics_store (
     value       TEXT NOT NULL
 );
 """
+# Added later, without a new schema version (older versions ignore them): a store made before them
+# gets them when it is next opened for writing.
+PUSH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pushes (
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    target        TEXT NOT NULL,            -- server URL, project, dataset and experiment name there
+    remote_id     TEXT NOT NULL,            -- the experiment's id on that server
+    started_at    TEXT NOT NULL,
+    complete_at   TEXT,                     -- when a read-back last found everything there
+    PRIMARY KEY (experiment_id, target)
+);
+CREATE TABLE IF NOT EXISTS pushed_traces (
+    experiment_id INTEGER NOT NULL,
+    target        TEXT NOT NULL,
+    item_key      TEXT NOT NULL,
+    trace_id      TEXT NOT NULL,            -- the item's trace on that server; its span ids derive from it
+    PRIMARY KEY (experiment_id, target, item_key),
+    FOREIGN KEY (experiment_id, target) REFERENCES pushes(experiment_id, target) ON DELETE CASCADE
+);
+"""
+SCHEMA += PUSH_SCHEMA
 CORE_TABLES = ("datasets", "dataset_items", "experiments", "experiment_items", "scores", "experiment_scores")
+ADDED_TABLES = ("pushes", "pushed_traces")
 
 
 @functools.lru_cache(maxsize=1)
