@@ -27,6 +27,8 @@ def storable(value: Any) -> bool:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
         return False
+    if abs(number) < 999_999_999.0:        # the common case, decided without a Decimal
+        return True
     return math.isfinite(number) and abs(Decimal(repr(number))) <= SCORE_LIMIT
 
 
