@@ -1,4 +1,4 @@
-"""2,500 items through ``opik.evaluate`` and ``opik_metrics.evaluate`` against the stand-in with
+"""2,500 items through ``opik.evaluate`` (and 1,200 through ``opik_metrics.evaluate``) against the stand-in with
 the real server's rules (tests/opik_server_rules.py): three items score inf, NaN or 1e12. The SDK
 sends feedback scores of many traces in one batch, which the server validates whole, so one such
 value would lose up to 1,000 other items' scores; marked failed instead, every other score arrives.
@@ -17,11 +17,12 @@ from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
 from tests.opik_rest_server import OpikRestServer
 
 N = 2500
-BAD = {17: math.inf, 1234: math.nan, 2400: 1e12}     # item -> what the metric gives there
+BAD = {17: math.inf, 734: math.nan, 1190: 1e12}      # item -> what the metric gives there
+N_OWN = 1200            # a user's metric through opik_metrics.evaluate: past one batch of 1,000 scores
 
 
-def _rows() -> list[dict]:
-    return [{"text": f"item {k} of the set", "reference": f"item {k} of a set", "k": k} for k in range(N)]
+def _rows(n: int = N) -> list[dict]:
+    return [{"text": f"item {k} of the set", "reference": f"item {k} of a set", "k": k} for k in range(n)]
 
 
 class Surprisal(ReferenceFreeMetric):
@@ -58,12 +59,12 @@ def _arrived(server: OpikRestServer, experiment: str) -> dict[int, dict[str, flo
     return out
 
 
-def _check(server: OpikRestServer, experiment: str, metric: str) -> None:
+def _check(server: OpikRestServer, experiment: str, metric: str, n: int = N) -> None:
     arrived = _arrived(server, experiment)
-    assert sorted(arrived) == list(range(N))
-    assert [k for k in range(N) if metric not in arrived[k]] == sorted(BAD)
-    assert all(arrived[k][metric] == (1.5 if metric == "surprisal" else 2.0) for k in range(N) if k not in BAD)
-    assert all("bleu" in arrived[k] for k in range(N))
+    assert sorted(arrived) == list(range(n))
+    assert [k for k in range(n) if metric not in arrived[k]] == sorted(BAD)
+    assert all(arrived[k][metric] == (1.5 if metric == "surprisal" else 2.0) for k in range(n) if k not in BAD)
+    assert all("bleu" in arrived[k] for k in range(n))
     assert not [r for r in server.invalid if "feedback-scores" in r], server.invalid[:3]
 
 
@@ -88,12 +89,12 @@ def test_opik_evaluate_with_the_packs_metrics_loses_no_other_score(monkeypatch):
 def test_opik_metrics_evaluate_with_a_users_metric_loses_no_other_score(monkeypatch):
     with OpikRestServer() as server:
         monkeypatch.setenv("OPIK_URL_OVERRIDE", server.url)
-        summary = evaluate(dataset=_rows(), task=lambda item: {"output": item["text"]},
+        summary = evaluate(dataset=_rows(N_OWN), task=lambda item: {"output": item["text"]},
                            scoring_metrics=[BLEU(track=False), UsersOwn()], experiment_name="users", dataset_name="numbers",
                            verbose=0, task_threads=4)
         opik.flush_tracker()
-        _check(server, "users", "users_own")
-    assert summary.backend == "opik" and summary.items == N
+        _check(server, "users", "users_own", N_OWN)
+    assert summary.backend == "opik" and summary.items == N_OWN
     assert summary.scores["users_own"] == 2.0          # the mean of what arrived: the three are failed
 
 
