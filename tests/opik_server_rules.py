@@ -60,14 +60,14 @@ def parse_json(raw: bytes) -> Any:
 # OpikApplication.java registers utils/JsonBigDecimalDeserializer.java for ``BigDecimal.class``
 # only: it applies to the fields typed BigDecimal (feedback score values, experiment score values,
 # costs), not to numbers inside JsonNode fields (input, output, metadata), which stay doubles.
-# The deserializer rounds a value whose scale is above 12 to ValidationUtils.SCALE = 9 decimals,
-# HALF_EVEN (``if (value.scale() > 12) value.setScale(SCALE, RoundingMode.HALF_EVEN)``; one stored
-# version of that file reads ``> 9``: a value of 10 to 12 decimals is kept here as sent). A NaN or
+# The deserializer rounds a value whose scale is above 9 to ValidationUtils.SCALE = 9 decimals,
+# HALF_EVEN (``if (value.scale() > 9) value.setScale(SCALE, RoundingMode.HALF_EVEN)``; another stored
+# version of that file reads ``> 12``: the stand-in rounds from 10 decimals, the more of the two). A NaN or
 # Infinity literal (accepted by the parser, above) cannot become a BigDecimal: Jackson's
 # NumberFormatException is wrapped in a JsonMappingException, so the whole request is a 400.
 SCALE = 9                           # utils/ValidationUtils.java
 _EXACT = Context(prec=1000)         # BigDecimal arithmetic is not bounded to 28 digits
-ROUNDED_ABOVE_SCALE = 12            # utils/JsonBigDecimalDeserializer.java
+ROUNDED_ABOVE_SCALE = 9             # utils/JsonBigDecimalDeserializer.java
 
 
 def big_decimal_exact(value: Any, where: str) -> Decimal:

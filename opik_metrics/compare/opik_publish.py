@@ -81,9 +81,16 @@ def _widget_id(dashboard_name: str, role: str) -> str:
     return str(uuid.uuid5(_WIDGET_NAMESPACE, f"{dashboard_name}/{role}"))
 
 
+def _experiments_filter(ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The widget filter that narrows it to ``ids``: apps/opik-frontend/src/lib/filters.ts,
+    ``extractExperimentIdsFilter`` reads the comma-joined value of the filter on ``experiment_ids``."""
+    return [{"id": "opik-metrics-compared-experiments", "field": "experiment_ids", "type": "string", "operator": "in",
+             "key": "", "value": ",".join(ids)}]
+
+
 def _chosen_experiments(ids: Sequence[str]) -> dict[str, Any]:
-    # Not modelled by the SDK's config classes: apps/opik-frontend/src/types/dashboard.ts
-    # (ExperimentsLeaderboardWidgetType, ExperimentsFeedbackScoresWidgetType): a widget's own experiments.
+    # What other frontend versions read, not modelled by the SDK's config classes:
+    # apps/opik-frontend/src/types/dashboard.ts (ExperimentsLeaderboardWidgetType): a widget's own experiments.
     return {"overrideDefaults": True, "dataSource": "select_experiments", "experimentIds": list(ids)}
 
 
@@ -98,7 +105,7 @@ def dashboard_sections(spec: Mapping[str, Any], experiment_ids: Sequence[str]) -
     leaderboard = d.ExperimentLeaderboardConfig(
         selected_columns=spec["leaderboard_columns"], scores_columns_order=spec["leaderboard_columns"],
         enable_ranking=ranking is not None, ranking_metric=ranking,
-        ranking_direction=spec["ranking_higher_is_better"]).to_jsonable()
+        ranking_direction=spec["ranking_higher_is_better"], filters=_experiments_filter(experiment_ids)).to_jsonable()
     widgets = [d.DashboardWidget(type=d.WidgetType.TEXT_MARKDOWN.value, id=table, title="Is the difference real?",
                                  config=d.TextMarkdownConfig(content=spec["markdown"]).to_jsonable()),
                d.DashboardWidget(type=d.WidgetType.EXPERIMENT_LEADERBOARD.value, id=board, title="Leaderboard",
@@ -106,7 +113,8 @@ def dashboard_sections(spec: Mapping[str, Any], experiment_ids: Sequence[str]) -
     layout = [d.DashboardLayoutItem(i=table, x=0, y=0, w=6, h=8), d.DashboardLayoutItem(i=board, x=0, y=8, w=6, h=5)]
     if spec["difference_chart"]:
         bars = d.ExperimentsFeedbackScoresConfig(chart_type=d.ChartType.BAR.value,
-                                                 feedback_scores=spec["difference_chart"]).to_jsonable()
+                                                 feedback_scores=spec["difference_chart"],
+                                                 filters=_experiments_filter(experiment_ids[1:])).to_jsonable()
         widgets.append(d.DashboardWidget(type=d.WidgetType.EXPERIMENTS_FEEDBACK_SCORES.value, id=chart,
                                          title="Difference to the baseline (scaled as each name says)",
                                          config={**bars, **_chosen_experiments(experiment_ids[1:])}))

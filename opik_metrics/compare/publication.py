@@ -20,36 +20,37 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Mapping, Sequence
 
 from opik_metrics.compare.analysis import VERDICT_NONE, VERDICT_SIGNIFICANT
 from opik_metrics.core.numbers import is_number
+from opik_metrics.metrics.server_range import server_value
 
 SCHEMA = "opik-metrics/publication/2"
 METADATA_KEY = "opik_metrics_comparison"
 MAX_DIFF_FACTOR = 10 ** 6
 DASHBOARD_NAME_MAX = 120          # Opik's backend: api/Dashboard.java, @Size(min = 1, max = 120) name
 DASHBOARD_DESCRIPTION_MAX = 1000  # api/Dashboard.java, @Size(max = 1000) description
-_SCALE = Decimal(1).scaleb(-9)    # utils/ValidationUtils.java SCALE = 9: JsonBigDecimalDeserializer rounds to it
-_STORED_BOUND = Decimal(10) ** 9  # experiment scores are read back through CAST(... AS Decimal(18, 9))
 
 
-def stored_value(value: Any) -> float | None:
-    """``value`` as an Opik server keeps an experiment score: rounded HALF_EVEN to 9 decimals of the
-    number JSON writes (as the backend's JsonBigDecimalDeserializer rounds longer values). None when
-    the server cannot hold it: not finite, or too large for the Decimal(18, 9) it is read back through."""
-    if not is_number(value) or abs(value) >= _STORED_BOUND:
-        return None
-    exact = Decimal(repr(float(value))).quantize(_SCALE, rounding=ROUND_HALF_EVEN)
-    return float(exact) if abs(exact) < _STORED_BOUND else None
+def java_length(text: str) -> int:
+    """A string's length as Java's ``String.length()`` counts it (UTF-16 units), which Opik's @Size checks."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def cut_to(text: str, units: int, tail: str = "") -> str:
+    """``text`` cut so that it and ``tail`` fit ``units`` UTF-16 units, then ``tail`` added."""
+    if java_length(text + tail) <= units:
+        return text + tail
+    while text and java_length(text + tail) > units:
+        text = text[:-1]
+    return text + tail
 
 
 def same_stored(a: Any, b: Any) -> bool:
-    """Whether two experiment-score values are the same once the server has stored them (to 9
-    decimals; one unit of the 9th apart is the same, as a server may cut rather than round)."""
-    x, y = stored_value(a), stored_value(b)
-    return x is not None and y is not None and abs(Decimal(repr(x)) - Decimal(repr(y))) <= _SCALE
+    """Whether two experiment-score values are the same once an Opik server has stored them."""
+    x, y = server_value(a), server_value(b)
+    return x is not None and x == y
 
 
 def interval_names(score: str, confidence: float) -> tuple[str, str]:
@@ -160,13 +161,10 @@ def dashboard_name(comparison: Mapping[str, Any], project_name: str | None = Non
     names = [_one_line(e["name"]) for e in comparison["experiments"]]
     name = f"opik-metrics: {', '.join(names[1:])} vs {names[0]}" + (f" ({_one_line(project_name)})"
                                                                     if project_name else "")
-    if len(name.encode("utf-16-le")) // 2 <= DASHBOARD_NAME_MAX:     # Java counts UTF-16 units
+    if java_length(name) <= DASHBOARD_NAME_MAX:
         return name
     tag = "… #" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    head = name
-    while len((head + tag).encode("utf-16-le")) // 2 > DASHBOARD_NAME_MAX:
-        head = head[:-1]
-    return head.rstrip(" ,") + tag
+    return cut_to(name, DASHBOARD_NAME_MAX - java_length(tag)).rstrip(" ,") + tag
 
 
 def dashboard_description(record: Mapping[str, Any]) -> str:
@@ -174,7 +172,7 @@ def dashboard_description(record: Mapping[str, Any]) -> str:
     1000 characters; the table has them all)."""
     text = (f"opik-metrics compare --publish: {', '.join(record['experiments'][1:])} against {record['baseline']} "
             "(paired bootstrap; intervals, p-values and verdicts in the table)")
-    return text if len(text) <= DASHBOARD_DESCRIPTION_MAX else text[:DASHBOARD_DESCRIPTION_MAX - 1] + "…"
+    return text if java_length(text) <= DASHBOARD_DESCRIPTION_MAX else cut_to(text, DASHBOARD_DESCRIPTION_MAX, "…")
 
 
 def _figure(value: Any, digits: int = 4) -> str:
@@ -225,7 +223,7 @@ def markdown_table(record: Mapping[str, Any]) -> str:
 
 def _put(out: dict[str, float], name: str, value: Any) -> None:
     """``value`` under ``name``, rounded as the server stores it; left out when it cannot hold it."""
-    stored = stored_value(value)
+    stored = server_value(value)
     if stored is not None:
         out[name] = stored
 

@@ -9,7 +9,7 @@ value kept in ``metadata["unsent_value"]`` and its reason saying why, so the oth
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Iterable
 
 from _opik import ScoreResult
@@ -17,6 +17,7 @@ from _opik import ScoreResult
 # apps/opik-backend: ValidationUtils.MAX_FEEDBACK_SCORE_VALUE (FeedbackScore, FeedbackScoreBatchItem);
 # the largest Decimal(18, 9) too, the experiment scores' type when the experiments are read back
 SCORE_LIMIT = Decimal("999999999.999999999")
+SCALE = Decimal(1).scaleb(-9)       # utils/ValidationUtils.SCALE: JsonBigDecimalDeserializer rounds to 9 decimals
 UNSENT_KEY = "unsent_value"
 
 def storable(value: Any) -> bool:
@@ -30,6 +31,14 @@ def storable(value: Any) -> bool:
     if abs(number) < 999_999_999.0:        # the common case, decided without a Decimal
         return True
     return math.isfinite(number) and abs(Decimal(repr(number))) <= SCORE_LIMIT
+
+
+def server_value(value: Any) -> float | None:
+    """``value`` as an Opik server keeps a score: the number JSON writes, rounded HALF_EVEN to 9
+    decimals; None when the server cannot store it (see ``storable``)."""
+    if isinstance(value, bool) or not storable(value):
+        return None
+    return float(Decimal(repr(float(value))).quantize(SCALE, rounding=ROUND_HALF_EVEN))
 
 
 def shown(value: Any) -> Any:

@@ -11,7 +11,7 @@ import pytest
 
 from opik_metrics.compare.publication import (DASHBOARD_NAME_MAX, build_publication, comparison_record,
                                               dashboard_name, diff_factor, directed_verdict, interval_names,
-                                              markdown_table, p_percent, pair_names, same_stored, stored_value)
+                                              markdown_table, p_percent, pair_names, same_stored, server_value)
 from opik_metrics import BLEU
 from opik_metrics.compare.analysis import compare_experiments
 from opik_metrics.compare.sources import load_experiments
@@ -139,13 +139,13 @@ def test_markdown_table_rows_and_p_floor(comparison):
     (1e9, None), (-3e12, None),           # the Decimal(18, 9) scores are read back through cannot hold it
     (float("nan"), None), (float("inf"), None), (None, None), (True, None),
 ])
-def test_stored_value_rounds_as_the_server(value, stored):
-    assert stored_value(value) == stored
+def test_server_value_rounds_as_the_server(value, stored):
+    assert server_value(value) == stored
 
 
 def test_same_stored_compares_at_nine_decimals():
     assert same_stored(0.04995004995004995, 0.04995005)          # recorded at full precision, held at 9 decimals
-    assert same_stored(0.123456789, 0.1234567894)                # a server that cut rather than rounded
+    assert same_stored(0.123456789, 0.1234567894)                # the same at 9 decimals
     assert not same_stored(0.123456789, 0.123456791)
     assert not same_stored(0.1, None) and not same_stored(float("nan"), float("nan"))
 
@@ -273,3 +273,16 @@ def test_leaderboard_ranks_by_a_score_every_experiment_has_in_its_direction(comp
     comparison["metrics"] = [m for m in comparison["metrics"] if m["name"] == "latency"]
     plan = build_publication(comparison)["dashboard"]
     assert plan["ranking_metric"] == "feedback_scores.latency" and plan["ranking_higher_is_better"] is False
+
+
+def test_dashboard_name_and_description_fit_opiks_limits_in_utf16_units():
+    """Java's @Size counts UTF-16 units: a character beyond U+FFFF is two."""
+    from opik_metrics.compare.publication import dashboard_description, java_length
+
+    record = {"experiments": ["base-" + "\U0001F600" * 600, "new-" + "\U0001F680" * 600], "baseline": "base"}
+    record["baseline"] = record["experiments"][0]
+    text = dashboard_description(record)
+    assert java_length(text) <= 1000 and text.endswith("…") and len(text) < 1000
+    comparison = {"experiments": [{"name": n} for n in record["experiments"]]}
+    name = dashboard_name(comparison)
+    assert java_length(name) <= 120 and name == dashboard_name(comparison)

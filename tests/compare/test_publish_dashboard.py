@@ -25,6 +25,10 @@ def test_leaderboard_and_chart_show_the_compared_experiments_and_scores():
         "overrideDefaults": True, "dataSource": "select_experiments", "experimentIds": ["id-poor", "id-good", "id-same"],
         "selectedColumns": SPEC["leaderboard_columns"], "enableRanking": True,
         "rankingMetric": "feedback_scores.latency", "rankingDirection": False}          # lower is better
+    (narrowed,) = board["config"]["filters"]          # what the frontend's extractExperimentIdsFilter reads
+    assert (narrowed["field"], narrowed["operator"], narrowed["value"]) == ("experiment_ids", "in",
+                                                                            "id-poor,id-good,id-same")
+    assert [f["value"] for f in chart["config"]["filters"]] == ["id-good,id-same"]
     assert chart["type"] == "experiments_feedback_scores"
     assert {k: chart["config"][k] for k in ("chartType", "feedbackScores", "experimentIds", "overrideDefaults",
                                             "dataSource")} == {

@@ -23,9 +23,8 @@ def _target(scores, published, fingerprint="f1"):
 def test_the_same_plan_on_values_the_server_rounded_changes_nothing():
     held = {"bleu.p_pct vs poor": 4.995004995, "bleu.verdict vs poor": 1.0, "human_rating": 0.7}
     plan = _plan({"bleu.p_pct vs poor": 4.995004995, "bleu.verdict vs poor": 1.0})
-    # an earlier publish recorded the value at full precision; the server keeps 9 decimals (and may cut the last)
-    target = _target({**held, "bleu.p_pct vs poor": 4.995004994}, {"bleu.p_pct vs poor": P * 100,
-                                                                     "bleu.verdict vs poor": 1.0})
+    # an earlier publish (schema 1) recorded the value at full precision; the server keeps 9 decimals, HALF_EVEN
+    target = _target(held, {"bleu.p_pct vs poor": P * 100, "bleu.verdict vs poor": 1.0})
     scores, metadata, kept = _merge(target, plan, {"id": "b"})
     assert kept == {}                                                     # none of ours is called someone else's
     assert dict(scores) == dict(target.scores)                            # left as the server holds it: no write

@@ -140,6 +140,7 @@ def test_publish_leaves_what_comparison_json_says_read_back_through_the_sdk(serv
     assert leaderboard.type == "experiment_leaderboard"
     config = leaderboard.config
     assert (config["overrideDefaults"], config["dataSource"], config["experimentIds"]) == (True, "select_experiments", ids)
+    assert [(f["field"], f["value"]) for f in config["filters"]] == [("experiment_ids", ",".join(ids))]
     assert {"feedback_scores.bleu", "feedback_scores.latency", "experiment_scores.bleu.verdict vs poor",
             "experiment_scores.latency.verdict vs poor"} <= set(config["selectedColumns"])
     assert (config["enableRanking"], config["rankingMetric"], config["rankingDirection"]) == \
