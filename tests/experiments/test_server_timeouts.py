@@ -238,3 +238,33 @@ def test_errors_of_a_users_own_code_keep_their_own_exception():
     except pydantic.ValidationError as exc:
         assert answer_failure(exc, "http://opik.local/api", "x") is None
     assert "did not answer within" in str(answer_failure(httpx.ReadTimeout("silent"), "http://opik.local/api", "x"))
+
+
+def test_publish_when_an_experiment_read_is_not_json(seeded, capsys):
+    seeded.fault("GET", r"/v1/private/experiments/[^/]+$", "not-json")
+    code, line, _ = _one_line(capsys, "compare", "poor", "good", "--opik", "--publish")
+    assert code == 2 and f"Opik server at {seeded.url} answered reading experiment 'poor' (GET experiments/" in line
+    assert "HTTP 200 but a body that is not JSON" in line and seeded.writes() == []
+
+
+# ---- experiments push ----------------------------------------------------------------------------
+
+@pytest.fixture
+def stored_toy(tmp_path):
+    from opik_metrics.experiments.runner import run_experiment
+    from tests.experiments.toy import ITEMS as TOY, EchoTask
+
+    path = tmp_path / "store.sqlite"
+    run_experiment("toy", TOY, EchoTask(), [BLEU()], dataset_name="toy-data", store=path, progress=False)
+    return path
+
+
+@pytest.mark.parametrize("how, words", [("wrong-shape", "with JSON of another shape than Opik's API gives"),
+                                        ("silent", "did not answer within 1 s (OPIK_METRICS_SERVER_TIMEOUT)")])
+def test_push_to_a_server_that_fails_after_its_health_check(server, stored_toy, capsys, how, words):
+    for method in ("GET", "POST", "PUT", "PATCH"):
+        server.fault(method, "/v1/private/", how)
+    code, line, seconds = _one_line(capsys, "experiments", "push", "toy", "--store", str(stored_toy), "--no-progress")
+    assert code == 2 and f"Opik server at {server.url}" in line and "the dataset 'toy-data'" in line
+    assert words in line and "run the command again" in line
+    assert seconds < 3 * 1 + 12 + 8, seconds
