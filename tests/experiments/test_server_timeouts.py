@@ -21,6 +21,7 @@ from opik_metrics.experiments.opik_server import OpikServerError, OpikServerUnav
 from tests.compare.opik_seed import seed_from_store
 from tests.compare.systems import store_with
 from tests.opik_rest_server import OpikRestServer
+from tests.pipelines.caption_fixtures import caption_tsv, image_server, one_thread, tiny_blip  # noqa: F401
 
 ITEMS = [{"input": "A dog runs along the beach.", "reference": "a dog running on the beach"},
          {"input": "Two cats asleep on a sofa.", "reference": "two cats sleeping on a couch"}]
@@ -268,3 +269,26 @@ def test_push_to_a_server_that_fails_after_its_health_check(server, stored_toy, 
     assert code == 2 and f"Opik server at {server.url}" in line and "the dataset 'toy-data'" in line
     assert words in line and "run the command again" in line
     assert seconds < 3 * 1 + 12 + 8, seconds
+
+
+# ---- the caption pipeline ----------------------------------------------------------------------
+
+def test_the_caption_pipeline_against_a_server_answering_json_of_another_shape(server, tmp_path, caption_tsv,  # noqa: F811
+                                                                               tiny_blip, one_thread):  # noqa: F811
+    from opik_metrics.images import ImageFetcher
+    from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
+    from opik_metrics.pipelines.captioning.conceptual_captions import read_tsv
+    from opik_metrics.pipelines.captioning.task import CaptionTask
+    from opik_metrics.experiments.runner import run_experiment
+    from tests.pipelines.caption_fixtures import FAST_GENERATION
+
+    for method in ("GET", "POST", "PUT", "PATCH"):
+        server.fault(method, "/v1/private/", "wrong-shape")
+    task = CaptionTask(BlipCaptioner(str(tiny_blip), generation=FAST_GENERATION, batch_size=2),
+                       ImageFetcher(tmp_path / "cache", timeout=1.0, retries=0), progress=False)
+    items = [row.as_item() for row in read_tsv(str(caption_tsv))][:2]
+    with pytest.raises(OpikServerError) as raised:
+        run_experiment("captions", items, task, [BLEU()], dataset_name="cc", backend="opik", progress=False)
+    message = str(raised.value)
+    assert "\n" not in message and f"Opik server at {server.url} answered the dataset 'cc'" in message
+    assert "JSON of another shape than Opik's API gives" in message and "run the command again" in message
