@@ -18,7 +18,7 @@ from opik.rest_api.types.experiment_score import ExperimentScore
 
 from opik_metrics.compare.publication import METADATA_KEY, same_stored
 from opik_metrics.compare.sources import opik_experiment
-from opik_metrics.experiments.opik_server import OpikServerError, api_failure
+from opik_metrics.experiments.opik_server import OpikServerError, answer_failure
 
 _WIDGET_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e2f-9c1d-0a8b7e6f5d4c")
 
@@ -158,7 +158,7 @@ def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | 
     except OpikServerError:
         raise
     except Exception as exc:
-        failure = api_failure(exc, url, doing)
+        failure = answer_failure(exc, url, doing)
         if failure is None:
             raise
         raise OpikServerError(f"{failure}; nothing was published", url, failure.status) from None
@@ -178,7 +178,7 @@ def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | 
                 target.id, metadata=metadata,
                 experiment_scores=[ExperimentScore(name=n, value=v) for n, v in scores])
         except Exception as exc:
-            failure = api_failure(exc, url, f"the update of experiment {target.name!r}")
+            failure = answer_failure(exc, url, f"the update of experiment {target.name!r}")
             if failure is None:
                 raise
             done = report.written + report.unchanged

@@ -7,7 +7,7 @@ import math
 from typing import Any, Sequence
 
 from opik_metrics.core.numbers import is_number
-from opik_metrics.experiments.opik_server import OpikServerError, client_url
+from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors, within_deadline
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
@@ -62,10 +62,17 @@ def opik_experiment(client: Any, name: str, project_name: str | None = None) -> 
 
     url = client_url(client)
     try:
-        found = [e for e in client.get_experiments_by_name(name, project_name=project_name) if e.name == name]
+        found = [e for e in within_deadline(lambda: client.get_experiments_by_name(name, project_name=project_name),
+                                            url, f"searching for experiment {name!r} (experiments/stream)")
+                 if e.name == name]
     except opik.exceptions.ExperimentNotFound:
         found = []
     where = f"the Opik server at {url}" if url else "the Opik server"
+    if any(not isinstance(e.id, str) or not e.id for e in found):
+        raise OpikServerError(f"Opik server at {url or '(unknown URL)'} answered the search for experiment "
+                              f"{name!r} (experiments/stream) with an experiment without an id: it is not the "
+                              "answer Opik's API gives; check that the server's version matches the opik "
+                              "package; nothing was read or written", url)
     if not found:
         raise OpikServerError(f"experiment {name!r} is not on {where}"
                               + (f" in project {project_name!r}" if project_name else "")
@@ -85,9 +92,12 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
     spans of each item's trace, for the metrics whose recorded facts name a corpus score.
     """
     experiment = opik_experiment(client, name, project_name)
-    data = experiment.get_experiment_data()
+    url = client_url(client)
+    with server_errors(url, f"reading experiment {name!r} (GET experiments/{experiment.id})"):
+        data = experiment.get_experiment_data()
     config = data.metadata if isinstance(data.metadata, dict) else {}
-    contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
+    with server_errors(url, f"reading the items of experiment {name!r} (the dataset's compare view)"):
+        contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
     inputs = [_item_input(c) for c in contents]
     items = [_opik_item(key, position, item_input, content)
              for position, (key, item_input, content) in enumerate(zip(item_keys(inputs), inputs, contents))]
@@ -137,10 +147,13 @@ def _add_span_metadata(client: Any, records: ExperimentRecords, contents: Sequen
     metrics = {name for name, facts in records.facts.items() if facts.own_corpus is not None}
     if not metrics:
         return
+    url = client_url(client)
     for item, content in zip(records.items, contents):
         if item.failed or not content.trace_id:
             continue
-        spans = client.search_spans(project_name=project_name, trace_id=content.trace_id, truncate=False)
+        spans = within_deadline(
+            lambda: client.search_spans(project_name=project_name, trace_id=content.trace_id, truncate=False),
+            url, f"reading the metric spans of experiment {records.name!r}, trace {content.trace_id} (spans/search)")
         for span in spans or []:
             if span.name not in metrics or not isinstance(span.output, dict):
                 continue

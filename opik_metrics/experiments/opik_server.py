@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ import requests
 import urllib3.exceptions
 
 HEALTH_TIMEOUT_S = 3.0
+SERVER_TIMEOUT_ENV = "OPIK_METRICS_SERVER_TIMEOUT"
+DEFAULT_SERVER_TIMEOUT_S = 30.0
 BACKENDS = ("auto", "local", "opik")
 
 
@@ -203,10 +206,134 @@ def server_errors(url: str | None, doing: str, transport: bool = True) -> Iterat
     try:
         yield
     except Exception as exc:
-        converted = api_failure(exc, url, doing, transport)
+        converted = answer_failure(exc, url, doing, transport)
         if converted is None:
             raise
         raise converted from None
+
+
+def server_timeout() -> float:
+    """Seconds one request to the Opik server may wait for its answer: ``OPIK_METRICS_SERVER_TIMEOUT``
+    (default 30). Opik's SDK tries a request that times out 3 times (about 11 s apart in all), so a
+    server that stops answering fails a request after at most 3 x this + 11 s; a streamed read we
+    make (experiments, spans) ends within this in total, however slowly the answer trickles in."""
+    raw = os.environ.get(SERVER_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_SERVER_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise OpikServerUnavailable(f"{SERVER_TIMEOUT_ENV} must be a number of seconds above 0, got {raw!r}")
+    return value
+
+
+_timeout_hook_installed = False
+
+
+def use_server_timeout() -> None:
+    """Make every HTTP client Opik's SDK builds from now on wait at most ``server_timeout()`` for
+    each phase of a request (connecting, sending, each read), instead of its own 20 s / 100 s.
+    Through the SDK's public hook (``opik.hooks.add_httpx_client_hook``); installed once, it reads
+    the setting each time a client is built. Call it before creating an ``opik.Opik``."""
+    global _timeout_hook_installed
+    server_timeout()                      # a bad setting is one line now, not when a client is built
+    if _timeout_hook_installed:
+        return
+    import httpx
+    import opik.hooks
+
+    class _ServerTimeout(opik.hooks.HttpxClientHook):
+        def update_init_arguments(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+            kwargs["timeout"] = httpx.Timeout(server_timeout())
+            return kwargs
+
+    opik.hooks.add_httpx_client_hook(_ServerTimeout(client_modifier=None, client_init_arguments=None))
+    _timeout_hook_installed = True
+
+
+def _from_opik_rest_api(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while Opik's REST client read an answer (not by a user's code)."""
+    import opik.rest_api
+
+    root = os.path.dirname(os.path.abspath(opik.rest_api.__file__)) + os.sep
+    tb = exc.__traceback__
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(root):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def answer_failure(exc: BaseException, url: str | None, doing: str, transport: bool = True) -> OpikServerError | None:
+    """``api_failure``, and the one-line OpikServerError for the failures the server causes that are
+    not an HTTP error status: no answer within ``server_timeout()`` (with ``transport``), an answer
+    that is not JSON (the SDK's ApiError with a 2xx status), or JSON of another shape than Opik's
+    API gives (a pydantic ValidationError or a JSON decode error raised inside Opik's REST client).
+    Without ``transport`` an httpx error still counts when Opik's REST client raised it.
+    Each says that nothing about the step was finished and that running the command again does it."""
+    where = f"Opik server at {url}" if url else "the Opik server"
+    rerun = "run the command again once the server answers: it redoes this step"
+    version = ("check that the URL is the Opik API (OPIK_URL_OVERRIDE ends in /api) and that the server's "
+               "version matches the opik package")
+    try:
+        import httpx
+        import pydantic
+        from opik.rest_api.core.api_error import ApiError
+    except ImportError:  # pragma: no cover - opik is a dependency
+        return None
+    if not transport and isinstance(exc, httpx.HTTPError) and _from_opik_rest_api(exc):
+        transport = True                  # Opik's own request, not one of a user's task or metric
+    if isinstance(exc, ApiError) and exc.status_code is not None and 200 <= exc.status_code < 300:
+        sample = " ".join(str(exc.body or "").split())[:60]
+        return OpikServerError(f"{where} answered {doing} with HTTP {exc.status_code} but a body that is not "
+                               f"JSON ({sample!r}); {version}; {rerun}", url, exc.status_code)
+    if transport and isinstance(exc, httpx.TimeoutException):
+        return OpikServerError(f"{where} did not answer within {server_timeout():g} s ({SERVER_TIMEOUT_ENV}) "
+                               f"while {doing} ({type(exc).__name__}); {rerun}", url, None)
+    if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError)) and _from_opik_rest_api(exc):
+        if isinstance(exc, pydantic.ValidationError):
+            first: Any = exc.errors()[0] if exc.errors() else {}
+            where_in = ".".join(str(part) for part in first.get("loc", ())) or "the answer"
+            what = (f"JSON of another shape than Opik's API gives ({exc.title}: {where_in}: "
+                    f"{' '.join(str(first.get('msg', '')).split())[:80]})")
+        else:
+            what = f"a body that is not JSON ({exc.msg} at character {exc.pos})"
+        return OpikServerError(f"{where} answered {doing} with {what}; {version}; {rerun}", url, None)
+    return api_failure(exc, url, doing, transport)
+
+
+def within_deadline(call: Any, url: str | None, doing: str, timeout: float | None = None) -> Any:
+    """``call()``, ended after ``timeout`` (default ``server_timeout()``) seconds in total with a
+    one-line OpikServerError: for a read whose answer could trickle in without end (a streamed
+    answer, where each byte arriving in time resets the SDK's read timeout). The read runs in a
+    daemon thread, left to end on its own timeouts; nothing is written by such a read. Errors
+    of the read become one line as ``answer_failure`` words them."""
+    limit = server_timeout() if timeout is None else timeout
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="opik-metrics-server-read", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        where = f"Opik server at {url}" if url else "the Opik server"
+        raise OpikServerError(f"{where} did not finish answering within {limit:g} s ({SERVER_TIMEOUT_ENV}) "
+                              f"while {doing}; run the command again once the server answers: it redoes "
+                              "this step", url, None)
+    if "error" in outcome:
+        exc = outcome["error"]
+        converted = answer_failure(exc, url, doing) if isinstance(exc, Exception) else None
+        if converted is None:
+            raise exc
+        raise converted from None
+    return outcome["value"]
 
 
 def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_TIMEOUT_S,
@@ -225,4 +352,5 @@ def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_
     if why is None and requested == "auto":
         return Backend("local", "no Opik server configured (OPIK_URL_OVERRIDE, OPIK_API_KEY, `opik configure`)")
     check_server(cfg.url_override, timeout, why or "the default Opik URL", local_advice)
+    use_server_timeout()
     return Backend("opik", f"Opik server at {cfg.url_override}", cfg.url_override)

@@ -33,7 +33,7 @@ from opik.types import BatchFeedbackScoreDict
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.opik_datasets import insert_items
-from opik_metrics.experiments.opik_server import api_failure, choose_backend, client_url, server_errors
+from opik_metrics.experiments.opik_server import answer_failure, choose_backend, client_url, server_errors
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
 from opik_metrics.metrics.server_range import storable
 
@@ -299,7 +299,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         try:
             _log_experiment_scores(experiment, corpus, before.experiment_scores)
         except Exception as exc:
-            if not readable or api_failure(exc, url, "") is None:
+            if not readable or answer_failure(exc, url, "") is None:
                 raise               # else the read-back names the experiment scores missing
         client.flush()
     if readable:

@@ -63,7 +63,7 @@ class _FakeExperiment:
     """What ``opik.Opik().get_experiments_by_name`` lists, over recorded experiment items."""
 
     def __init__(self, name, config, contents, scores):
-        self.name, self.dataset_name = name, "shared"
+        self.name, self.dataset_name, self.id = name, "shared", f"id-of-{name}"   # the SDK's Experiment has its id
         self._data = ExperimentPublic(name=name, dataset_name="shared", metadata=config, status="completed",
                                       experiment_scores=[ExperimentScorePublic(name=k, value=v)
                                                          for k, v in scores.items()])
