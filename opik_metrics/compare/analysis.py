@@ -108,10 +108,8 @@ def _check_experiments(experiments: Sequence[ExperimentRecords]) -> None:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"experiment names must differ; repeated: {', '.join(repeated)}")
-    for e in experiments:         # before any work: a formula no one of ours or registered is refused, unloaded
-        for facts in e.facts.values():
-            for corpus in facts.corpora:
-                resolve_formula(corpus.formula, e.name)
+    for e in experiments:         # before any work: a formula neither ours nor registered is refused, unloaded
+        e.check_formulas()
 
 
 # ---- metrics ------------------------------------------------------------------------------

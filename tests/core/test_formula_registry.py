@@ -16,6 +16,7 @@ import pytest
 from opik_metrics import BLEU, CHRF, CIDEr, COCOCaption, ROUGE, TER
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+from opik_metrics.compare.sources import load_experiments
 from opik_metrics.core import MetricFacts, Statistics, UnknownFormula, corpus_facts, corpus_formula, resolve_formula
 from opik_metrics.core.statistics import SHIPPED_FORMULAS
 from tests.compare.records_fixture import experiment
@@ -110,14 +111,22 @@ def test_a_store_naming_another_module_is_refused_in_one_line_and_never_imports_
 
 
 def test_opik_metadata_naming_another_module_is_refused_and_never_imports_it(tmp_path, monkeypatch):
-    """An Opik experiment's metadata becomes the records' config as it is: the same refusal."""
+    """An Opik experiment's metadata is refused before its items are read, and in records built
+    from it by hand before any work."""
+    from tests.compare.test_sources import _FakeExperiment, _FakeOpik
+
     marker = _evil_module(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     facts = BLEU(track=False).facts.as_dict()
+    theirs = _FakeExperiment("theirs", _recorded_evil({"metrics": {"bleu": facts}}), [], {})
+    monkeypatch.setattr(theirs, "get_items", lambda **kw: pytest.fail("items read despite the refusal"))
+    message = (r"^experiment 'theirs' records a corpus formula "
+               rf"'{EVIL}:run' that is not one of opik-metrics' formulas nor a registered one: not loaded")
+    with pytest.raises(UnknownFormula, match=message):
+        load_experiments(["theirs"], client=_FakeOpik({"theirs": theirs}))
     a = experiment("mine", {"bleu": [0.1, 0.2, 0.3]}, config={"metrics": {"bleu": facts}})
     b = experiment("theirs", {"bleu": [0.2, 0.2, 0.4]}, config=_recorded_evil({"metrics": {"bleu": facts}}))
-    with pytest.raises(UnknownFormula, match=r"^experiment 'theirs' records a corpus formula "
-                                             rf"'{EVIL}:run' that is not one of opik-metrics' formulas"):
+    with pytest.raises(UnknownFormula, match=message):
         compare_experiments([a, b], CompareSettings(resamples=50))
     assert not marker.exists() and EVIL not in sys.modules
 
