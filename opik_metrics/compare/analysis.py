@@ -108,6 +108,8 @@ def _check_experiments(experiments: Sequence[ExperimentRecords]) -> None:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"experiment names must differ; repeated: {', '.join(repeated)}")
+    for e in experiments:         # before any work: a formula neither ours nor registered is refused, unloaded
+        e.check_formulas()
 
 
 # ---- metrics ------------------------------------------------------------------------------
@@ -186,7 +188,7 @@ def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[Item
         return MeanStatistic([item.scores[name] for item in items])
     corpus = experiment.corpus(name)
     assert corpus is not None
-    formula = functools.partial(resolve_formula(corpus.formula), **corpus.options)
+    formula = functools.partial(resolve_formula(corpus.formula, experiment.name), **corpus.options)
     rows = []
     for item in items:          # items that ``_has`` the metric: each has its statistics
         row = _stats_row(corpus, item)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from opik_metrics.core import CorpusFacts, MetricFacts
+from opik_metrics.core import CorpusFacts, MetricFacts, resolve_formula
 
 
 @dataclass
@@ -52,17 +52,12 @@ class ExperimentRecords:
     @cached_property
     def facts(self) -> dict[str, MetricFacts]:
         """The facts of each metric, as recorded in the experiment config (``metrics``)."""
-        recorded = self.config.get("metrics") if isinstance(self.config, dict) else None
-        if not isinstance(recorded, dict):
-            return {}
-        out = {}
-        for name, entry in recorded.items():
-            if isinstance(entry, dict) and "metric" in entry:
-                try:
-                    out[str(name)] = MetricFacts.from_dict(entry)
-                except (KeyError, TypeError, ValueError):
-                    continue
-        return out
+        return recorded_facts(self.config)
+
+    def check_formulas(self) -> None:
+        """Raise ``UnknownFormula`` naming this experiment if its facts name a corpus formula that is
+        neither the pack's nor registered here (nothing it names is imported)."""
+        check_formulas(self.name, self.config)
 
     def corpus(self, name: str) -> CorpusFacts | None:
         """The recorded corpus score ``name`` (with this experiment's own formula options)."""
@@ -88,3 +83,27 @@ class ExperimentRecords:
     def model(self) -> str:
         model: Any = self.config.get("model", "")
         return model if isinstance(model, str) else str(model)
+
+
+def recorded_facts(config: Any) -> dict[str, MetricFacts]:
+    """The facts of each metric recorded in an experiment config (``config["metrics"]``); an entry
+    that is not facts is skipped."""
+    recorded = config.get("metrics") if isinstance(config, dict) else None
+    if not isinstance(recorded, dict):
+        return {}
+    out = {}
+    for name, entry in recorded.items():
+        if isinstance(entry, dict) and "metric" in entry:
+            try:
+                out[str(name)] = MetricFacts.from_dict(entry)
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
+
+
+def check_formulas(experiment: str, config: Any) -> None:
+    """Resolve every corpus formula the config's facts name (the pack's own modules load lazily);
+    any other name raises ``UnknownFormula`` naming ``experiment``, before anything is imported."""
+    for facts in recorded_facts(config).values():
+        for corpus in facts.corpora:
+            resolve_formula(corpus.formula, experiment)

@@ -10,7 +10,7 @@ from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors, within_deadline
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.records import ExperimentRecords, ItemRecord, check_formulas
 from opik_metrics.metrics.server_range import UNSENT_KEY
 
 
@@ -24,6 +24,7 @@ def non_finite_kind(value: Any) -> str:
 def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
     """Experiment ``name`` from the local store (ExperimentNotFound names the stored ones)."""
     info = store.info(name)
+    check_formulas(info.name, info.config)        # a store someone else wrote: refused before reading items
     items = []
     score_metrics: dict[str, str] = {}
     for stored in store.items(info.id):
@@ -96,6 +97,7 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
     with server_errors(url, f"reading experiment {name!r} (GET experiments/{experiment.id})"):
         data = experiment.get_experiment_data()
     config = data.metadata if isinstance(data.metadata, dict) else {}
+    check_formulas(name, config)          # metadata someone else wrote: refused before reading items
     with server_errors(url, f"reading the items of experiment {name!r} (the dataset's compare view)"):
         contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
     inputs = [_item_input(c) for c in contents]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 Formula = Callable[..., float]
 
@@ -43,28 +43,64 @@ class Statistics:
         return list(self.values)
 
 
+#: The corpus formulas opik-metrics ships, as recorded in facts (``module:name``). A recorded name
+#: among these imports its module (ours, and only that one) the first time it is resolved.
+SHIPPED_FORMULAS = frozenset({
+    "opik_metrics.core.statistics:mean_formula",
+    "opik_metrics.text.bleu.scorer:bleu_from_statistics",
+    "opik_metrics.text.chrf.scorer:chrf_from_statistics",
+    "opik_metrics.text.ter.scorer:ter_from_statistics",
+    "opik_metrics.text.coco.bleu:coco_bleu_from_statistics",
+    "opik_metrics.text.coco.suite:coco_from_statistics",
+    "opik_metrics.text.meteor.corpus:meteor_from_statistics",
+    "opik_metrics.neural.lm.formulas:perplexity_from_statistics",
+    "opik_metrics.neural.lm.formulas:kl_from_statistics",
+})
+
+_REGISTERED: dict[str, Formula] = {}     # module:name -> formula, for every formula defined in this process
+
+
+class UnknownFormula(ValueError):
+    """Recorded facts name a corpus formula that is neither ours nor registered in this process: it is
+    not imported (data never chooses the code that runs)."""
+
+
 def corpus_formula(function: Formula) -> Formula:
-    """Mark ``function(values, **options) -> float`` as a corpus formula that stored facts may name."""
+    """Mark ``function(values, **options) -> float`` as a corpus formula that stored facts may name,
+    and register it under its ``module:name``: a user's own formula is found once its module is imported."""
     function.__corpus_formula__ = True  # type: ignore[attr-defined]
+    _REGISTERED[_path_of(function)] = function
     return function
 
 
-def formula_path(function: Formula) -> str:
-    """``module:name`` of a corpus formula, the form recorded in a metric's facts."""
-    if not getattr(function, "__corpus_formula__", False):
-        raise ValueError(f"{function!r} is not marked with @corpus_formula")
+def _path_of(function: Formula) -> str:
     return f"{function.__module__}:{function.__qualname__}"
 
 
-def resolve_formula(path: str) -> Formula:
-    """The corpus formula recorded as ``module:name``; only functions marked @corpus_formula."""
-    module, _, name = str(path).partition(":")
-    try:
-        function: Any = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ValueError(f"corpus formula {path!r} cannot be loaded: {exc}") from None
+def formula_path(function: Formula) -> str:
+    """``module:name`` of a corpus formula, the form recorded in a metric's facts (the formula is
+    registered, so facts made in this process resolve in it)."""
     if not getattr(function, "__corpus_formula__", False):
-        raise ValueError(f"{path!r} is not a corpus formula (not marked with @corpus_formula)")
+        raise ValueError(f"{function!r} is not marked with @corpus_formula")
+    path = _path_of(function)
+    _REGISTERED.setdefault(path, function)
+    return path
+
+
+def resolve_formula(path: str, experiment: str | None = None) -> Formula:
+    """The corpus formula recorded as ``module:name``: one registered in this process (marked
+    @corpus_formula where it was defined, or named by facts made here) or one opik-metrics ships.
+    Nothing else is imported: any other name raises ``UnknownFormula`` naming ``experiment``."""
+    path = str(path)
+    function = _REGISTERED.get(path)
+    if function is None and path in SHIPPED_FORMULAS:
+        importlib.import_module(path.partition(":")[0])        # ours: defining it registers it
+        function = _REGISTERED.get(path)
+    if function is None:
+        who = f"experiment {experiment!r} records" if experiment is not None else "the facts name"
+        raise UnknownFormula(f"{who} a corpus formula {path!r} that is not one of opik-metrics' formulas nor a "
+                             "registered one: not loaded (a formula of your own registers itself with "
+                             "@corpus_formula when its module is imported)")
     return function
 
 

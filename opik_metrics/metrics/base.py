@@ -191,14 +191,8 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         test result that cannot give the metric its inputs is left out, and the reason says which."""
         if not test_results:
             raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        stats: list[Statistics | None] = []
-        missing = []
-        for k, test_result in enumerate(test_results):
-            try:
-                stats.append(self.item_statistics(test_result.score_results or []))
-            except (MetricInputError, KeyError):
-                stats.append(None)
-                missing.append(k)
+        stats = [self._logged_statistics(test_result) for test_result in test_results]
+        missing = [k for k, s in enumerate(stats) if s is None]
         left_out: list[str] = []
         if missing:
             kept, left_out = self._usable(test_results, missing)
@@ -210,6 +204,13 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         if not present:
             raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
         return self._noting(self.from_statistics(sum(present[1:], present[0])), left_out, len(test_results))
+
+    def _logged_statistics(self, test_result: Any) -> Statistics | None:
+        """The statistics of this configuration's results Opik logged for one test result (None: none)."""
+        try:
+            return self.item_statistics(test_result.score_results or [])
+        except (MetricInputError, KeyError):
+            return None
 
     def _usable(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[int], list[str]]:
         """The positions whose test result gives this metric its inputs, and why each other one does not."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
+from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, mean_formula
 from opik_metrics.metrics.base import ScoreResult
 from opik_metrics.metrics.card import MetricCard
 from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
@@ -73,3 +73,9 @@ class CIDEr(DocumentFrequencyMetric):
                            metadata={"statistics": [item.value, 1], "by_order": list(item.by_order),
                                      "n_references": n_refs, "document_frequency": context,
                                      "signature": self.signature})
+
+    def _statistics_refitted(self, outputs: list[str], references: list[list[str]],
+                             logged: list[Statistics | None]) -> list[Statistics]:
+        """CIDEr-D depends on the frequencies throughout: every item is scored again (cheap, no model)."""
+        fields = self._require_corpus().fields
+        return [Statistics(fields, (item.value, 1)) for item in self.engine.score(outputs, references)]

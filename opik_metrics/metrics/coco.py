@@ -88,6 +88,23 @@ class COCOCaption(DocumentFrequencyMetric):
                             if key == CARRIER else base)
                 for key, value in item.values.items()]
 
+    def _statistics_refitted(self, outputs: list[str], references: list[list[str]],
+                             logged: list[Statistics | None]) -> list[Statistics]:
+        """Only CIDEr-D depends on the frequencies: it is scored again for every item (cheap); a logged
+        item keeps its BLEU, METEOR and ROUGE_L statistics, an item with nothing logged is scored whole."""
+        from opik_metrics.text.coco import FIELDS
+        at = FIELDS.index("CIDEr")
+        ciders = self.engine.cider.score(outputs, references)          # fitted on every item's references
+        again = [k for k, s in enumerate(logged) if s is None]
+        scored = self.engine.score([outputs[k] for k in again], [references[k] for k in again]) if again else []
+        whole = dict(zip(again, (item.statistics for item in scored)))
+        stats = []
+        for k, (item, cider) in enumerate(zip(logged, ciders)):
+            values = list(item.values if item is not None else whole[k])
+            values[at] = cider.value
+            stats.append(Statistics(FIELDS, tuple(values)))
+        return stats
+
     def from_statistics(self, total: Statistics) -> list[ScoreResult]:  # type: ignore[override]
         """Every corpus value from summed statistics, one ScoreResult per key (``corpus_<key>``)."""
         from opik_metrics.text.coco import FIELDS, coco_from_statistics

@@ -4,6 +4,7 @@ or fitted in a first pass by whoever scores a set in chunks (``fit_corpus``); a 
 neither fits on the references it scores, as pycocoevalcap does."""
 from __future__ import annotations
 
+import abc
 import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
@@ -76,8 +77,10 @@ class DocumentFrequencyMetric(ReferenceMetric):
 
     def experiment_score(self, test_results: Sequence[Any]) -> Any:
         """The corpus score of an ``opik.evaluate`` experiment: with document frequencies the logged
-        item results are reused; without, they are fitted on all of the experiment's references and
-        every item is rescored (items scored one at a time had no corpus to fit on)."""
+        item results are reused; without, they are fitted on all of the experiment's references, and
+        only what depends on them is scored again (items scored one at a time had no corpus to fit
+        on); the rest of each logged item's statistics is reused, so the value equals
+        ``corpus_score`` over the same items."""
         if self.document_frequency is not None:
             return super().experiment_score(test_results)
         if not test_results:
@@ -86,7 +89,16 @@ class DocumentFrequencyMetric(ReferenceMetric):
         if not kept:
             raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
         outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
-        return self._noting(self.corpus_score(outputs, references), left_out, len(test_results))
+        logged = [self._logged_statistics(test_results[k]) for k in kept]
+        stats = self._statistics_refitted(outputs, references, logged)
+        return self._noting(self.from_statistics(sum(stats[1:], stats[0])), left_out, len(test_results))
+
+    @abc.abstractmethod
+    def _statistics_refitted(self, outputs: list[str], references: list[list[str]],
+                             logged: list[Statistics | None]) -> list[Statistics]:
+        """Each item's statistics under document frequencies fitted on ``references`` (every item's):
+        ``logged`` holds the statistics logged for an item (None where none were), scored under other
+        frequencies; keep what does not depend on them, score the rest."""
 
     def _corpus_reason(self, total: Statistics) -> str | None:
         if self.document_frequency is None and total.values[-1] == 1:
