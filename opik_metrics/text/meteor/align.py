@@ -241,21 +241,23 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
             n_ref: int) -> list[Match | None]:
     """The jar's beam search, left to right over the reference. A path is a list:
     [-score, chunks, distance, next position, end of last match in the output (or -1),
-    output words used, reference words used, chosen matches (a linked list)]."""
-    frontier: list[list] = [[0, 0, 0, 0, NO_MATCH, used_test, used_ref, None]]
+    output words used, reference words used, chosen matches (a linked list)]. A new branch is kept
+    as a tuple (-score, chunks, distance, option, parent) until it ranks within the beam: most
+    never do, and the jar's copy of each is what made long, ambiguous segments slow."""
+    frontier: list = [[0, 0, 0, 0, NO_MATCH, used_test, used_ref, None]]
     for current in range(n_ref + 1):
-        paths = frontier
+        frontier.sort(key=_rank)
+        paths = [_branch(p) if type(p) is tuple else p for p in frontier[:BEAM_SIZE]]
         frontier = []
-        paths.sort(key=_rank)
         if current == n_ref:
-            for path in paths[:BEAM_SIZE]:
+            for path in paths:
                 if path[4] != NO_MATCH:
                     path[1] += 1
                 frontier.append(path)
             break
         bit = 1 << current
         options = None
-        for path in paths[:BEAM_SIZE]:
+        for path in paths:
             if path[6] & bit:                        # inside a match already taken
                 if current < path[3]:
                     frontier.append(path)
@@ -272,19 +274,15 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
                 continue
             if options is None:
                 options = [_option(m) for m in stage[current]]
-            last_end, used_t, used_r, chosen = path[4], path[5], path[6], path[7]
+            last_end, used_t, used_r = path[4], path[5], path[6]
+            score, chunks, spread = path[0], path[1], path[2]
             for option in options:
-                m, ref_mask, test_mask, gain, distance, end, test_end, test_start = option
-                if used_r & ref_mask or used_t & test_mask:
+                if used_r & option[1] or used_t & option[2]:
                     continue
-                branch = path[:]
-                branch[0] -= gain
-                if last_end != NO_MATCH and test_start != last_end:
-                    branch[1] += 1
-                branch[3], branch[4] = end, test_end
-                branch[5], branch[6], branch[7] = used_t | test_mask, used_r | ref_mask, (m, chosen)
-                path[2] += distance                  # the jar's quirk: charged to the path that skips
-                frontier.append(branch)
+                broken = last_end != NO_MATCH and option[7] != last_end
+                frontier.append((score - option[3], chunks + 1 if broken else chunks, spread, option, path))
+                spread += option[4]                  # the jar's quirk: charged to the path that skips
+            path[2] = spread
             if last_end != NO_MATCH:
                 path[1] += 1
                 path[4] = NO_MATCH
@@ -299,6 +297,14 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
         m, link = link
         matches[m.start] = m
     return matches
+
+
+def _branch(lazy: tuple) -> list:
+    """A branch kept as (-score, chunks, distance, option, parent) made a path (the parent's words
+    used and chosen matches do not change after it branches)."""
+    score, chunks, spread, option, parent = lazy
+    m, ref_mask, test_mask, _, _, end, test_end, _ = option
+    return [score, chunks, spread, end, test_end, parent[5] | test_mask, parent[6] | ref_mask, (m, parent[7])]
 
 
 def _chunks(matches: list[Match | None]) -> int:

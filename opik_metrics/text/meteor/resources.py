@@ -44,7 +44,7 @@ JAR_ENTRIES = {
 }
 REINSTALL = "reinstall it (`pip install --force-reinstall pycocoevalcap`) or pass another copy: MeteorScorer(data=<folder>)"
 #: What building the cache cost, measured (the note printed while it runs; docs/metrics.md).
-BUILD_COST = "about 25 s and 1 GB on an idle machine, 70 s on a loaded one"
+BUILD_COST = "about 40 s of CPU and 650 MB; 3 minutes on a busy machine"
 _OURS = re.compile(r"meteor-en-v\d+-[0-9a-f]{16}\.bin")
 _STALE_TEMPORARY_S = 3600                   # a half-written cache this old was abandoned
 _FINGERPRINT_BYTES = 1 << 20
