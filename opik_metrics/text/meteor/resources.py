@@ -198,7 +198,7 @@ def remove_stale(keep: Path) -> list[Path]:
     """Remove the other caches of ours beside ``keep`` (other sources, older formats) and half-written
     ones abandoned an hour ago; files not named as ours are never touched. Removing a file another
     process has open is safe on POSIX (it keeps reading its copy). Returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     now = time.time()
     try:
         siblings = list(keep.parent.iterdir())
