@@ -18,7 +18,9 @@ class METEOR(ReferenceMetric):
     matches, its beam-search alignment and fragmentation penalty, the ``en`` parameters.
 
     ``score`` gives ``meteor`` against the best of the references (the jar's choice, the first on
-    ties). ``corpus_score`` and ``experiment_score`` give ``corpus_meteor``: the jar's final score
+    ties). An item whose alignment would exceed the pack's bound on one segment's work (thousands of
+    words, or words repeated hundreds of times; the jar takes minutes on them) is a failed score
+    whose reason gives the numbers. ``corpus_score`` and ``experiment_score`` give ``corpus_meteor``: the jar's final score
     from the items' summed statistics (what pycocoevalcap's ``compute_score`` returns first), not
     the mean of item scores. The metadata has precision, recall, the penalty, chunks, words matched
     by each module and the reference used.
@@ -63,8 +65,10 @@ class METEOR(ReferenceMetric):
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         from opik_metrics.text.meteor.corpus import flat_statistics
-        segments = self.engine.score_batch(outputs, references)
-        return [[self._result(segment, refs, flat_statistics(segment.statistics))]
+        segments = self.engine.score_batch_or_limits(outputs, references)
+        return [[self._result(segment, refs, flat_statistics(segment.statistics)) if not isinstance(segment, Exception)
+                 else ScoreResult(name=self.name, value=0.0, reason=str(segment), scoring_failed=True,
+                                  metadata={"n_references": len(refs), "signature": self.signature})]
                 for segment, refs in zip(segments, references)]
 
     def _result(self, segment: MeteorSegment, refs: list[str], statistics: tuple[float, ...]) -> ScoreResult:

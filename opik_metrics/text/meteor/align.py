@@ -12,7 +12,15 @@ and the least distortion; its quirks are kept, since they change scores:
 * identical sentences are aligned with exact matches only.
 
 Words are compared as strings; the jar compares ``String.hashCode()`` values, which differs only
-for colliding distinct words (ignored here)."""
+for colliding distinct words (ignored here).
+
+The jar bounds its search by its beam alone, so a pathological segment (thousands of words, or a
+few words repeated hundreds of times on both sides) takes it minutes. This pack bounds one
+alignment instead, deterministically, before it starts: more than ``MAX_WORD_PAIRS`` word pairs
+(the modules compare every output word with every reference word), or a search whose work
+(``search_work``: beam x candidate matches, scaled by the sentences' length) exceeds
+``MAX_SEARCH_WORK``, raises ``MeteorSearchLimit`` with the numbers, never a hang. Below the
+bounds the alignment is the jar's, exactly."""
 from __future__ import annotations
 
 from operator import itemgetter
@@ -28,6 +36,23 @@ BEAM_SIZE = 40
 #: ``(int) (total + words * weight)`` equals ``total + int(words * weight)``, precomputed per match.
 SEARCH_WEIGHTS = (1.0, 0.5, 0.5, 0.5)
 NO_MATCH = -1
+#: Above this many output x reference word pairs an alignment is refused (2,000 x 2,000 words pass).
+MAX_WORD_PAIRS = 4_000_000
+#: Above this much search work (``search_work``) an alignment is refused: at most about 30 s of
+#: our search on this project's 2-core machine under load. 200 repeats of one word against its
+#: plural (6.4M units) still pass (docs/speed.md has both times against the jar's).
+MAX_SEARCH_WORK = 8_000_000
+
+
+class MeteorSearchLimit(ValueError):
+    """An alignment refused because it would exceed this pack's bound on one segment's work (the
+    jar has none and takes minutes on such input); the message says why, with the numbers."""
+
+
+def search_work(stage: list[list[Match]], n_test: int, n_ref: int) -> int:
+    """An upper bound of the beam search's work: every path of the beam tries every candidate at
+    each reference position, and each try handles masks of the sentences' length."""
+    return BEAM_SIZE * sum(len(c) for c in stage) * (1 + (n_test + n_ref) // 1024)
 
 _rank = itemgetter(0, 1, 2)
 
@@ -97,8 +122,17 @@ class Aligner:
         return Sentence(tokens, self.tables, self._lexicon)
 
     def align(self, test: Sentence, ref: Sentence) -> Alignment:
-        """The jar's alignment of ``test`` against ``ref``."""
-        stage = self._candidates(test, ref)
+        """The jar's alignment of ``test`` against ``ref``; ``MeteorSearchLimit`` above the bounds."""
+        n_test, n_ref = len(test.tokens), len(ref.tokens)
+        if n_test * n_ref > MAX_WORD_PAIRS:
+            raise MeteorSearchLimit(f"{n_test:,} x {n_ref:,} words is over the {MAX_WORD_PAIRS:,} word pairs this "
+                                    f"pack aligns in one segment (the jar takes minutes on such segments)")
+        stage = self.candidates(test, ref)
+        work = search_work(stage, n_test, n_ref)
+        if work > MAX_SEARCH_WORK:
+            raise MeteorSearchLimit(f"{n_test:,} x {n_ref:,} words with {sum(map(len, stage)):,} candidate matches "
+                                    f"need {work:,} units of beam-search work, over the {MAX_SEARCH_WORK:,} this pack "
+                                    f"allows one segment (words repeated many times; the jar takes minutes)")
         fixed, used_test, used_ref = _unambiguous(stage, len(test.tokens), len(ref.tokens))
         matches = _search(stage, fixed, used_test, used_ref, len(ref.tokens))
         counts = [[0] * len(MODULES) for _ in range(4)]   # test content, ref content, test function, ref function
@@ -113,7 +147,7 @@ class Aligner:
         test_content, ref_content, test_function, ref_function = (tuple(c) for c in counts)
         return Alignment(chosen, test_content, ref_content, test_function, ref_function, _chunks(matches))
 
-    def _candidates(self, test: Sentence, ref: Sentence) -> list[list[Match]]:
+    def candidates(self, test: Sentence, ref: Sentence) -> list[list[Match]]:
         """Every candidate match, listed at its first reference word, in the jar's order."""
         n_ref = len(ref.tokens)
         stage: list[list[Match]] = [[] for _ in range(n_ref)]
@@ -207,21 +241,23 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
             n_ref: int) -> list[Match | None]:
     """The jar's beam search, left to right over the reference. A path is a list:
     [-score, chunks, distance, next position, end of last match in the output (or -1),
-    output words used, reference words used, chosen matches (a linked list)]."""
-    frontier: list[list] = [[0, 0, 0, 0, NO_MATCH, used_test, used_ref, None]]
+    output words used, reference words used, chosen matches (a linked list)]. A new branch is kept
+    as a tuple (-score, chunks, distance, option, parent) until it ranks within the beam: most
+    never do, and the jar's copy of each is what made long, ambiguous segments slow."""
+    frontier: list = [[0, 0, 0, 0, NO_MATCH, used_test, used_ref, None]]
     for current in range(n_ref + 1):
-        paths = frontier
+        frontier.sort(key=_rank)
+        paths = [_branch(p) if type(p) is tuple else p for p in frontier[:BEAM_SIZE]]
         frontier = []
-        paths.sort(key=_rank)
         if current == n_ref:
-            for path in paths[:BEAM_SIZE]:
+            for path in paths:
                 if path[4] != NO_MATCH:
                     path[1] += 1
                 frontier.append(path)
             break
         bit = 1 << current
         options = None
-        for path in paths[:BEAM_SIZE]:
+        for path in paths:
             if path[6] & bit:                        # inside a match already taken
                 if current < path[3]:
                     frontier.append(path)
@@ -238,19 +274,15 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
                 continue
             if options is None:
                 options = [_option(m) for m in stage[current]]
-            last_end, used_t, used_r, chosen = path[4], path[5], path[6], path[7]
+            last_end, used_t, used_r = path[4], path[5], path[6]
+            score, chunks, spread = path[0], path[1], path[2]
             for option in options:
-                m, ref_mask, test_mask, gain, distance, end, test_end, test_start = option
-                if used_r & ref_mask or used_t & test_mask:
+                if used_r & option[1] or used_t & option[2]:
                     continue
-                branch = path[:]
-                branch[0] -= gain
-                if last_end != NO_MATCH and test_start != last_end:
-                    branch[1] += 1
-                branch[3], branch[4] = end, test_end
-                branch[5], branch[6], branch[7] = used_t | test_mask, used_r | ref_mask, (m, chosen)
-                path[2] += distance                  # the jar's quirk: charged to the path that skips
-                frontier.append(branch)
+                broken = last_end != NO_MATCH and option[7] != last_end
+                frontier.append((score - option[3], chunks + 1 if broken else chunks, spread, option, path))
+                spread += option[4]                  # the jar's quirk: charged to the path that skips
+            path[2] = spread
             if last_end != NO_MATCH:
                 path[1] += 1
                 path[4] = NO_MATCH
@@ -265,6 +297,14 @@ def _search(stage: list[list[Match]], fixed: list[Match | None], used_test: int,
         m, link = link
         matches[m.start] = m
     return matches
+
+
+def _branch(lazy: tuple) -> list:
+    """A branch kept as (-score, chunks, distance, option, parent) made a path (the parent's words
+    used and chosen matches do not change after it branches)."""
+    score, chunks, spread, option, parent = lazy
+    m, ref_mask, test_mask, _, _, end, test_end, _ = option
+    return [score, chunks, spread, end, test_end, parent[5] | test_mask, parent[6] | ref_mask, (m, parent[7])]
 
 
 def _chunks(matches: list[Match | None]) -> int:

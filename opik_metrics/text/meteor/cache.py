@@ -55,25 +55,37 @@ def write(path: Path, identity: Mapping[str, Any], sections: Mapping[str, bytes 
 def read(path: Path, identity: Mapping[str, Any]) -> dict[str, bytes | np.ndarray] | None:
     """The sections stored at ``path``, or None if the file is absent, was made from other sources
     or another format, or is damaged in any way (truncated, altered: the checksum says)."""
+    return inspect(path, identity)[0]
+
+
+def inspect(path: Path, identity: Mapping[str, Any]) -> tuple[dict[str, bytes | np.ndarray] | None, str | None]:
+    """``read``'s sections and, when there are none, why: None for a file that is absent, else what
+    is wrong with it (for the note that says it is being rebuilt)."""
     try:
         blob = path.read_bytes()
-    except OSError:
-        return None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"unreadable ({exc})"
     try:
         if not blob.startswith(MAGIC):
-            return None
+            return None, "not a METEOR table cache (wrong header)"
         start = len(MAGIC) + 8
         length = int.from_bytes(blob[len(MAGIC):start], "little")
+        if len(blob) < start + length:
+            return None, f"truncated ({len(blob):,} bytes, shorter than its header)"
         header = json.loads(blob[start:start + length].decode("utf-8"))
         if header.get("identity") != dict(identity):
-            return None
+            return None, "made from other source files"
         body = memoryview(blob)[start + length:]
-        if len(body) != header["payload"] or zlib.crc32(body) != header["crc32"]:
-            return None
+        if len(body) != header["payload"]:
+            return None, f"truncated ({len(body):,} of {header['payload']:,} bytes)"
+        if zlib.crc32(body) != header["crc32"]:
+            return None, "damaged (wrong checksum)"
         sections: dict[str, bytes | np.ndarray] = {}
         for entry in header["sections"]:
             part = body[entry["offset"]:entry["offset"] + entry["size"]]
             sections[entry["name"]] = bytes(part) if entry["dtype"] is None else np.frombuffer(part, entry["dtype"])
-        return sections
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
+        return sections, None
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        return None, f"damaged ({type(exc).__name__})"

@@ -4,14 +4,21 @@ paraphrase table ``data/paraphrase-en.gz`` beside it. Nothing is ever downloaded
 
 Parsed tables are cached on disk (``$OPIK_METRICS_METEOR_CACHE``, else
 ``$XDG_CACHE_HOME/opik-metrics/meteor``, else ``~/.cache/opik-metrics/meteor``), keyed by the
-sources' sizes and modification times and the cache format, and kept per process once loaded."""
+cache format and the sources' fingerprints (size and a hash of the first and last MiB, not their
+modification times: every install of the same pycocoevalcap shares one cache), and kept per
+process once loaded. Building it is said on stderr; once a new cache is written (to a temporary
+file renamed into place), the folder's other caches of ours are removed, so one stays (a process
+still reading a removed one keeps its open file)."""
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
 import os
+import re
+import sys
 import threading
+import time
 import warnings
 import zipfile
 import zlib
@@ -26,7 +33,7 @@ from opik_metrics.text.meteor.normalize import parse_prefixes
 from opik_metrics.text.meteor.paraphrases import ParaphraseTable
 from opik_metrics.text.meteor.synonyms import SynonymTable
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 JAR_NAME = "meteor-1.5.jar"
 PARAPHRASE_NAME = "paraphrase-en.gz"
 JAR_ENTRIES = {
@@ -35,6 +42,12 @@ JAR_ENTRIES = {
     "exceptions": "synonym/english.exceptions",
     "prefixes": "nonbreaking/english.prefixes",
 }
+REINSTALL = "reinstall it (`pip install --force-reinstall pycocoevalcap`) or pass another copy: MeteorScorer(data=<folder>)"
+#: What building the cache cost, measured (the note printed while it runs; docs/metrics.md).
+BUILD_COST = "about 40 s of CPU and 650 MB; 3 minutes on a busy machine"
+_OURS = re.compile(r"meteor-en-v\d+-[0-9a-f]{16}\.bin")
+_STALE_TEMPORARY_S = 3600                   # a half-written cache this old was abandoned
+_FINGERPRINT_BYTES = 1 << 20
 HOW_TO_GET = ("install pycocoevalcap (`pip install pycocoevalcap`, which ships meteor-1.5.jar and "
               "meteor/data/paraphrase-en.gz), or pass their location: MeteorScorer(data=<folder or MeteorDataPaths>)")
 
@@ -79,12 +92,23 @@ class MeteorDataPaths:
         return cls(Path(paths.jar).resolve(), Path(paths.paraphrase).resolve())
 
     def identity(self) -> dict:
-        """What the cache is keyed by: the format and each source's size and modification time."""
+        """What the cache is keyed by: the format and each source's fingerprint (its size and the
+        SHA-256 of its first and last MiB), so that reinstalling the same files keeps the cache."""
         identity: dict = {"format": CACHE_FORMAT}
         for name, path in (("jar", self.jar), ("paraphrase", self.paraphrase)):
-            stat = path.stat()
-            identity[name] = [stat.st_size, stat.st_mtime_ns]
+            identity[name] = _fingerprint(path)
         return identity
+
+
+def _fingerprint(path: Path) -> list:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        digest.update(handle.read(_FINGERPRINT_BYTES))
+        if size > 2 * _FINGERPRINT_BYTES:
+            handle.seek(size - _FINGERPRINT_BYTES)
+        digest.update(handle.read())
+    return [size, digest.hexdigest()[:32]]
 
 
 DataSource = Union[None, str, os.PathLike, MeteorDataPaths]
@@ -142,19 +166,61 @@ def load_tables(data: DataSource = None, cache_folder: Path | None = None) -> Me
 
 
 def _load(paths: MeteorDataPaths, identity: dict, where: Path) -> MeteorTables:
-    sections = cache.read(where, identity)
+    sections, problem = cache.inspect(where, identity)
     if sections is not None:
         try:
             return _tables(paths, sections)
-        except (KeyError, IndexError, ValueError, TypeError):
-            pass                                # a damaged cache: rebuilt from the sources below
+        except (KeyError, IndexError, ValueError, TypeError) as exc:
+            problem = f"damaged ({type(exc).__name__}: {exc})"     # rebuilt from the sources below
+    if problem:
+        _note(f"METEOR's table cache {where} is {problem}: rebuilding it")
+    _note(f"building METEOR's tables once ({BUILD_COST}) into {where}; later processes load them in about 2 s")
+    started = time.perf_counter()
     sections = _parse_sources(paths)
     try:
         cache.write(where, identity, sections)
     except OSError as exc:
         warnings.warn(f"Meteor tables not cached ({where}: {exc}); the next process will parse them again",
                       RuntimeWarning, stacklevel=4)
+    else:
+        removed = remove_stale(where)
+        _note(f"METEOR's tables built in {time.perf_counter() - started:.0f} s"
+              + (f"; removed {len(removed)} older cache file(s)" if removed else ""))
     return _tables(paths, sections)
+
+
+def _note(text: str) -> None:
+    """One line on stderr (the cache is built once per machine; a user should know why it waits)."""
+    print(f"opik-metrics: {text}", file=sys.stderr, flush=True)
+
+
+def remove_stale(keep: Path) -> list[Path]:
+    """Remove the other caches of ours beside ``keep`` (other sources, older formats) and half-written
+    ones abandoned an hour ago; files not named as ours are never touched. Removing a file another
+    process has open is safe on POSIX (it keeps reading its copy). Returns what was removed."""
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        siblings = list(keep.parent.iterdir())
+    except OSError:
+        return removed
+    for path in siblings:
+        name = path.name
+        if path == keep:
+            continue
+        ours = _OURS.fullmatch(name) is not None
+        if not ours and name.endswith(".tmp") and _OURS.fullmatch(name.split(".bin.", 1)[0] + ".bin"):
+            try:
+                ours = now - path.stat().st_mtime > _STALE_TEMPORARY_S
+            except OSError:
+                continue
+        if ours:
+            try:
+                path.unlink()
+                removed.append(path)
+            except OSError:
+                pass                            # someone else's permissions: leave it
+    return removed
 
 
 def _tables(paths: MeteorDataPaths, sections: dict[str, bytes | np.ndarray]) -> MeteorTables:
@@ -192,15 +258,15 @@ def _parse_sources(paths: MeteorDataPaths) -> dict[str, bytes | np.ndarray]:
                 if entry in names:
                     sections[name] = jar.read(entry)
     except (zipfile.BadZipFile, OSError, zlib.error) as exc:
-        raise MeteorDataError(f"the Meteor 1.5 jar cannot be read ({paths.jar}: {exc}); {HOW_TO_GET}") from exc
+        raise MeteorDataError(f"the Meteor 1.5 jar {paths.jar} is damaged ({exc}); {REINSTALL}") from exc
     for name, entry in JAR_ENTRIES.items():
         if name not in sections:
             raise MeteorDataError(f"{paths.jar} has no {entry}: it is not the Meteor 1.5 jar; {HOW_TO_GET}")
     try:
         phrases, offsets, targets, max_length = ParaphraseTable.read(paths.paraphrase)
     except (OSError, EOFError, zlib.error) as exc:
-        raise MeteorDataError(f"the English paraphrase table cannot be read ({paths.paraphrase}: {exc}); "
-                              f"{HOW_TO_GET}") from exc
+        raise MeteorDataError(f"the English paraphrase table {paths.paraphrase} is damaged ({exc}); "
+                              f"{REINSTALL}") from exc
     sections["phrases"] = "\n".join(phrases).encode("utf-8")
     sections["offsets"] = offsets
     sections["targets"] = targets

@@ -22,7 +22,7 @@ from typing import NamedTuple, Sequence
 from opik_metrics.core import Signature
 from opik_metrics.core.inputs import MetricInputError, check_text, reference_list, text_batch, utf8_problem
 from opik_metrics.core.versions import ours as package_version
-from opik_metrics.text.meteor.align import MODULES, Aligner, Alignment
+from opik_metrics.text.meteor.align import MODULES, Aligner, Alignment, MeteorSearchLimit
 from opik_metrics.text.meteor.normalize import java_tokens, normalize
 from opik_metrics.text.meteor.resources import DataSource, MeteorTables, load_tables
 
@@ -222,6 +222,20 @@ class MeteorScorer:
         _check_encodable(outs, refs)
         return [self._segment(o, r) for o, r in zip(outs, refs)]
 
+    def score_batch_or_limits(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]
+                              ) -> list[MeteorSegment | MeteorSearchLimit]:
+        """``score_batch``, but an item over the bound on one segment's work (``MeteorSearchLimit``)
+        gives its error in its place instead of stopping the batch."""
+        outs, refs = text_batch(outputs, references, "METEOR", drop_none=False, names=("outputs", "references"))
+        _check_encodable(outs, refs)
+        found: list[MeteorSegment | MeteorSearchLimit] = []
+        for o, r in zip(outs, refs):
+            try:
+                found.append(self._segment(o, r))
+            except MeteorSearchLimit as exc:
+                found.append(exc)
+        return found
+
     def corpus_score(self, segments: Sequence[MeteorSegment | MeteorStatistics]) -> float:
         """The jar's final score: statistics summed over segments (a segment matched whole in one
         chunk adds no chunk), then scored once; not the mean of segment scores."""
@@ -237,7 +251,10 @@ class MeteorScorer:
         best_score = -1.0
         for k, reference in enumerate(references):
             ref = aligner.sentence(self.tokens(reference))
-            alignment = aligner.align(test, ref)
+            try:
+                alignment = aligner.align(test, ref)
+            except MeteorSearchLimit as exc:
+                raise MeteorSearchLimit(f"not scored: the output against reference {k}: {exc}") from None
             stats = _statistics(len(test.tokens), len(ref.tokens), test_function, sum(ref.function), alignment)
             metrics = _metrics_of(stats)
             if metrics.score > best_score:

@@ -92,7 +92,7 @@ def test_a_second_process_reads_the_cache(data, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
-def test_a_damaged_cache_is_rebuilt(data, monkeypatch, tmp_path, damage):
+def test_a_damaged_cache_is_rebuilt(data, monkeypatch, tmp_path, capsys, damage):
     load_tables(data)
     (path,) = (tmp_path / "cache").glob("meteor-en-*.bin")
     blob = bytearray(path.read_bytes())
@@ -104,9 +104,12 @@ def test_a_damaged_cache_is_rebuilt(data, monkeypatch, tmp_path, damage):
         blob = bytearray(b"not a cache at all")
     path.write_bytes(bytes(blob))
     resources.unload()
+    capsys.readouterr()
     calls = _reads(monkeypatch)
     tables = load_tables(data)
-    assert len(calls) == 1                           # rebuilt from the sources
+    assert len(calls) == 1                           # rebuilt from the sources, and said so
+    expected = {"flip": "damaged (wrong checksum)", "truncate": "truncated", "garbage": "not a METEOR table cache"}[damage]
+    assert f"{path} is {expected}" in capsys.readouterr().err
     assert "in front of" in tables.paraphrases.ids
     assert cache.read(path, resources.MeteorDataPaths.locate(data).identity()) is not None   # and rewritten
 
@@ -145,3 +148,59 @@ def test_inputs_are_checked_with_their_place_named(data):
     with pytest.raises(ValueError, match="at least one segment"):
         scorer.corpus_score([])
     assert scorer.score("a dog", "a dog").score == pytest.approx(1.0)          # a lone str is one reference
+
+
+def test_building_the_cache_is_said_on_stderr(data, tmp_path, capsys):
+    load_tables(data)
+    err = capsys.readouterr().err
+    assert "building METEOR's tables once (about" in err and str(tmp_path / "cache") in err
+    resources.unload()
+    load_tables(data)                                # from the cache: nothing said
+    assert capsys.readouterr().err == ""
+
+
+def test_two_installs_keep_one_cache(data, tmp_path, monkeypatch):
+    """The same files installed twice (other paths, other modification times) share one cache; other
+    sources replace it, so one cache file remains; files that are not ours are never touched."""
+    folder = tmp_path / "cache"
+    load_tables(data)
+    (first,) = folder.glob("meteor-en-*.bin")
+    foreign = [folder / "notes.txt", folder / "meteor-en-mine.bin", folder / "meteor-en-v1-0123456789abcdef.bin.x.tmp"]
+    for path in foreign:
+        path.write_text("not ours to remove")
+    (folder / "meteor-en-v1-0123456789abcdef.bin").write_bytes(b"an old format's cache")
+    second_install = make_data(tmp_path / "other-venv")          # same content, later mtimes
+    resources.unload()
+    calls = _reads(monkeypatch)
+    load_tables(second_install)
+    assert calls == []                                           # the same cache serves it
+    changed = make_data(tmp_path / "third-venv", PARAPHRASES + "0.3\nsmall\nlittle\n")
+    resources.unload()
+    assert "little" in load_tables(changed).paraphrases.ids
+    assert len(calls) == 1
+    (kept,) = folder.glob("meteor-en-v*-*.bin")                  # the old one and the old format: gone
+    assert kept != first
+    assert all(path.exists() for path in foreign)                # a recent .tmp may be another writer's
+
+
+def test_an_abandoned_half_written_cache_is_removed(data, tmp_path):
+    import os
+    folder = tmp_path / "cache"
+    folder.mkdir(parents=True)
+    old = folder / "meteor-en-v2-0123456789abcdef.bin.abandoned.tmp"
+    old.write_bytes(b"half")
+    os.utime(old, (1, 1))
+    load_tables(data)
+    assert not old.exists()
+
+
+@pytest.mark.parametrize("what", ["paraphrase", "jar"])
+def test_damaged_data_is_one_line_naming_the_file_and_the_fix(data, what):
+    path = data / "data" / "paraphrase-en.gz" if what == "paraphrase" else data / "meteor-1.5.jar"
+    blob = path.read_bytes()
+    path.write_bytes(blob[:len(blob) * 2 // 3])                   # a truncated download or copy
+    with pytest.raises(MeteorDataError) as caught:
+        MeteorScorer(data=data)
+    message = str(caught.value)
+    assert "\n" not in message and str(path.resolve()) in message and "is damaged" in message
+    assert "pip install --force-reinstall pycocoevalcap" in message

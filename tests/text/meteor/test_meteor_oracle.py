@@ -111,3 +111,23 @@ def test_edge_cases_equal_the_jar(jar, jar_stdio, scorer):
     assert scorer.corpus_score(ours) == pytest.approx(final, abs=TOL)
     assert [s.statistics.jar_line() for s in ours] == [_jar_statistics(jar_stdio, o, r)
                                                        for o, r in zip(outputs, references)]
+
+
+def _ambiguous(count, seed, words=60):
+    import random
+    rng = random.Random(seed)
+    small = ["the", "a", "man", "men", "dog", "dogs", "run", "running", "runs", "big", "large", "car",
+             "automobile", "in", "front", "of", "before", "is", "on", "street"]
+    return [" ".join(rng.choice(small) for _ in range(words)) for _ in range(count)]
+
+
+def test_pathological_segments_within_the_bound_equal_the_jar(jar_stdio, scorer):
+    """Words repeated hundreds of times and long, highly ambiguous sentences: scored within the
+    pack's bound on one segment's work (tests/text/meteor/test_meteor_pathological.py checks the
+    bound), with the jar's statistics, number for number."""
+    outputs = ["dog " * 199 + "dog", "the " * 200, "dogs " * 119 + "dogs", *_ambiguous(30, 1)]
+    references = [["dog " * 199 + "dog"], ["a the " * 100], ["dog " * 120 + "cat"],
+                  *([r] for r in _ambiguous(30, 2))]
+    ours = scorer.score_batch(outputs, references)
+    assert [s.statistics.jar_line() for s in ours] == [_jar_statistics(jar_stdio, o, r)
+                                                       for o, r in zip(outputs, references)]
