@@ -79,6 +79,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from opik_metrics.experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
+    if not outputs:
+        raise CLIError(f"predictions file {args.predictions} has no lines: nothing to score")
     names = args.metric or ["rouge", "bleu"]
     needing = [card.name for card in map(metric_card, names) if card.needs_reference]
     if needing and not args.references:

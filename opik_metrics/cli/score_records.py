@@ -44,8 +44,33 @@ def score_records(args: argparse.Namespace) -> int:
                               progress=not args.no_progress, overwrite=args.overwrite)
     except (SourceError, FieldError, OutputError) as exc:
         raise CLIError(str(exc)) from None
+    if result.items == 0 or result.unscored == result.items:
+        raise CLIError(nothing_scored(args.input, result, getattr(source, "header", None), args.output))
     _print(args, result)
     return 0
+
+
+def nothing_scored(path: str, result: Any, header: list[str] | None, output: str | None) -> str:
+    """Why a run scored nothing, in one line with its fix: a run that scored nothing is a failure
+    (exit 2), never a green run a CI job would pass (its table would be empty)."""
+    from opik_metrics.streams.fields import missing_input
+
+    if result.items == 0:
+        return f"{path} has no records: nothing to score"
+    every = f"none of the {result.items} records of {path} has a score"
+    reasons = result.unscored_reasons
+    if len(reasons) != 1:
+        shown = "; ".join(f"{why} ({n} records)" for why, n in reasons.items())
+        return f"{every}: {shown}"
+    (reason,) = reasons
+    name = missing_input(reason)
+    if name is None:
+        return f"{every}: every one says {reason}"
+    columns = f" (its columns: {', '.join(header)})" if header else ""
+    many = " (several columns, comma-separated, make the list of references)" if name == "reference" else ""
+    again = f" (with --overwrite: {output} holds the rows of this run)" if output else ""
+    return (f"{every}: {reason}{columns}; name the column that holds the {name} with --field {name}=COLUMN"
+            f"{many}{again}")
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:

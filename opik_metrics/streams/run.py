@@ -119,6 +119,8 @@ class StreamResult:
     resumed_from: int = 0
     output: str | None = None
     notes: list[str] = field(default_factory=list)
+    # why records have no score (reasons without the record's place -> records), a few distinct ones
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -226,7 +228,8 @@ class StreamRun:
     def _result(self, aggregator: Aggregator, signatures: dict[str, str], **more: Any) -> StreamResult:
         return StreamResult(items=aggregator.rows, unscored=aggregator.unscored, aggregate=aggregator.aggregate(),
                             counts=aggregator.counts(), signatures=signatures,
-                            corpus_names=aggregator.corpus_names(), **more)
+                            corpus_names=aggregator.corpus_names(), unscored_reasons=dict(aggregator.unscored_reasons),
+                            **more)
 
 
 def read_references(source: Source, fields: FieldMap, chunk_size: int = DEFAULT_CHUNK) -> list[list[str]]:

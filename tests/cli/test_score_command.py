@@ -58,6 +58,14 @@ def test_files_of_different_lengths_are_a_clear_error(tmp_path, capsys):
     assert "has 3 lines but" in err and "has 2" in err and "Traceback" not in err
 
 
+def test_empty_files_are_an_error_not_an_empty_table(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["score", "-p", str(empty), "-r", str(empty), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"opik-metrics: error: predictions file {empty} has no lines: nothing to score\n"
+
+
 def test_missing_file_and_bad_rouge_type(tmp_path, capsys):
     assert main(["score", "-p", str(tmp_path / "nope.txt"), "-r", str(tmp_path / "r.txt")]) == 2
     assert "predictions file not found" in capsys.readouterr().err
