@@ -92,6 +92,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         from opik_metrics.compare.publication import build_publication
 
+        # stderr: stdout stays the JSON plan alone, for `| jq` and for tests that parse it
+        print("dry run: nothing was written to Opik; the JSON below is exactly what --publish would write",
+              file=sys.stderr)
         json.dump(build_publication(comparison, args.project, all_scores=args.publish_all_scores), sys.stdout,
                   indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
