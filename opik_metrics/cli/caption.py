@@ -59,7 +59,8 @@ def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for a server (default 15)")
     g.add_argument("--retries", type=int, default=2, help="retries after a transient error (default 2)")
     g.add_argument("--max-image-mb", type=float, default=20.0, help="largest image accepted (default 20 MB)")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--format", choices=["table", "json"], default="table",
+                        help="table (default) or the experiment's summary as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import metric_recipe, wants_every_reference
+from opik_metrics.cli.options import aggregate_label, metric_recipe, wants_every_reference
 from opik_metrics.core.table import format_table
 from opik_metrics.core.worker_pools import available_cores
 
@@ -93,8 +93,7 @@ def _print(args: argparse.Namespace, result: Any) -> None:
                if result.resumed_from == result.items else f" (resumed after record {result.resumed_from})")
     target = f" -> {result.output}" if result.output else ""
     print(f"{result.items} records: {args.input}{target}{resumed}\n")
-    rows = [[name, value, result.counts.get(name, 0),
-             "corpus statistics" if name in result.corpus_names else "mean over items"]
+    rows = [[name, value, result.counts.get(name, 0), aggregate_label(name, result.corpus_names, result.mean_corpora)]
             for name, value in result.aggregate.items()]
     print(format_table(["score", "value", "items", "aggregate"], rows))
     if args.items and result.rows is not None:

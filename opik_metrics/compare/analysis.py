@@ -398,6 +398,11 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
                 notes.append(f"{e.name}: {m['name']} is not finite for {len(odd)} of {with_output} items with an "
                              f"output ({_kinds_text(_kinds(odd))}); they are left out of its value, interval and "
                              "paired tests")
+    for m in metrics:
+        corpus = next((c for c in (e.corpus(m["name"]) for e in experiments) if c is not None), None)
+        if m["kind"] == "corpus" and corpus is not None and corpus.mean_of_carrier:
+            notes.append(f"{m['name']} is by definition the mean of {corpus.carrier} over the items (how the metric "
+                         f"defines its corpus score), so its row repeats {corpus.carrier}'s")
     if tests > 1:
         notes.append(f"p-values are not corrected for multiple comparisons: this report makes {tests} tests; "
                      f"with a Bonferroni correction a difference is significant at p < {settings.alpha / tests:.2g}")

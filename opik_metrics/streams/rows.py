@@ -179,6 +179,11 @@ class Aggregator:
         """The names of the corpus scores of their own (made from summed statistics)."""
         return [c.name for f in self.facts for c in f.own_corpora]
 
+    def mean_corpora(self) -> dict[str, str]:
+        """Corpus scores of their own that are by definition the mean of an item score (CIDEr-D's):
+        corpus name -> that item score, so a table can say why the two rows agree."""
+        return {c.name: c.carrier for f in self.facts for c in f.own_corpora if c.mean_of_carrier}
+
     def counts(self) -> dict[str, int]:
         """How many items each mean and corpus score covers."""
         out = dict(self._counts)

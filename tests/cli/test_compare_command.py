@@ -76,6 +76,20 @@ def test_experiments_with_no_item_in_common_are_one_error_saying_why(tmp_path, c
     assert not (tmp_path / "r").exists()
 
 
+def test_a_corpus_score_that_is_the_mean_says_so(tmp_path, capsys):
+    """Issue 40: cider and corpus_cider rows agree because CIDEr-D's corpus score is the mean."""
+    from opik_metrics.metrics.cider import CIDEr
+
+    path = store_with(tmp_path / "cider.sqlite", REFS, SYSTEMS, metrics=[CIDEr(df_references=[[r] for r in REFS])])
+    assert main(["compare", "sys-a", "sys-b", "--store", str(path), "--output", str(tmp_path / "r"),
+                 "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "corpus_cider" in out
+    assert out.count("corpus_cider is by definition the mean of cider over the items") == 1
+    html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "corpus_cider is by definition the mean of cider over the items" in html
+
+
 def test_a_missing_store_is_named(tmp_path, capsys):
     assert main(["compare", "a", "b", "--store", str(tmp_path / "none.sqlite"), "--output", str(tmp_path / "r")]) == 2
     assert "no experiment store at" in capsys.readouterr().err

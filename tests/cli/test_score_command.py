@@ -80,3 +80,31 @@ def test_table_format_via_console_script():
                            "-r", str(EXAMPLES / "references.txt"), "--no-progress"],
                           capture_output=True, text=True, check=True)
     assert "rouge1_f1" in proc.stdout and "0.6863" in proc.stdout and "corpus_bleu" in proc.stdout
+
+
+def test_a_corpus_score_that_is_the_mean_says_so_in_the_table(capsys):
+    assert main(["score", "-p", str(EXAMPLES / "predictions.txt"), "-r", str(EXAMPLES / "references.txt"),
+                 "-m", "cider", "-m", "bleu", "--no-progress"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert "corpus statistics: the mean of cider, by the metric's definition" in rows["corpus_cider"]
+    assert rows["corpus_bleu"].rstrip().endswith("corpus statistics") and "mean over items" in rows["cider"]
+
+
+def test_help_describes_the_command_and_every_option(capsys, monkeypatch):
+    """Issue 40: `score --help` had no description and --format, --lang, --batch-size no help."""
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as done:
+        main(["score", "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "Score system outputs against references" in text
+    lines = text.splitlines()
+    bare = []
+    for k, line in enumerate(lines):
+        if not line.startswith("  -"):
+            continue
+        has_help = "  " in line.strip()            # help on the option's own line, after the gap
+        follows = k + 1 < len(lines) and lines[k + 1].startswith(" " * 8) and not lines[k + 1].strip().startswith("-")
+        if not (has_help or follows):
+            bare.append(line.strip().split()[0])
+    assert bare == []
