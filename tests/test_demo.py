@@ -27,3 +27,19 @@ def test_a_system_file_of_the_wrong_length_is_refused(tmp_path):
     short.write_text("one line\n")
     with pytest.raises(ValueError, match="1 lines for 40 references"):
         system_task(short, 40)
+
+
+def test_the_publish_preview_says_what_its_names_mean():
+    """Issue 40: diff_x100, p_pct and a plain diff (a score with no [-1, 1] bound) explained."""
+    from examples.demo.run import publication_legend
+
+    publication = {"experiments": {"base": {"experiment_scores": {}}, "sys": {"experiment_scores": {
+        "bleu.diff_x100 vs base": 3.1, "bleu.p_pct vs base": 1.2, "bleu.verdict vs base": 1,
+        "BERTF1.diff vs base": 0.12, "BERTF1.verdict vs base": 0}}}}
+    legend = publication_legend(publication, "base")
+    assert "diff_xN: the difference from base (system minus baseline) times N" in legend
+    assert "plain diff: the difference as it is, for a score that declares no [-1, 1] bound" in legend
+    assert "(BERTF1)" in legend and "p_pct: the paired test's p-value in percent" in legend
+    assert "verdict: +1 better, 0 no significant difference, -1 worse" in legend
+    assert "plain diff" not in publication_legend({"experiments": {"sys": {"experiment_scores": {
+        "bleu.diff_x100 vs base": 3.1}}}}, "base")

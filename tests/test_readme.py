@@ -27,3 +27,13 @@ def test_readme_block_runs_as_written(k, tmp_path, monkeypatch, capsys):
     if "evaluate(" in BLOCKS[k]:
         assert out.splitlines()[0] == f"local {tmp_path / 'experiments.sqlite'}"
         assert "corpus_bleu" in out
+
+
+def test_the_first_shell_use_of_the_command_says_how_to_reach_it():
+    """`make demo` creates .venv but cannot activate it in the reader's shell: the README says so
+    where its shell blocks first call `opik-metrics` (else "command not found")."""
+    text = README.read_text(encoding="utf-8")
+    first = re.search(r"^opik-metrics ", text, flags=re.M)
+    assert first is not None
+    before = text[:first.start()]
+    assert "source .venv/bin/activate" in before and ".venv/bin/opik-metrics" in before

@@ -116,11 +116,32 @@ def print_publication(comparison: dict) -> None:
         width = max((len(score) for score in scores), default=0)
         for score, value in scores.items():
             print(f"    {score:<{width}}  {value:.4g}")
+    for line in publication_legend(publication, baseline).splitlines():
+        print(f"  {line}")
     dashboard = publication["dashboard"]
     print(f"  none on {baseline}; the full comparison in each experiment's metadata ({publication['metadata_key']!r}, "
           f"Opik's Configuration tab);\n  the dashboard {dashboard['name']!r}: the table, a leaderboard ranked by "
           f"{dashboard['ranking_metric']}, a bar chart of the differences\n"
           "  (--publish-all-scores also publishes intervals and p-values as experiment scores)")
+
+
+def publication_legend(publication: dict, baseline: str) -> str:
+    """What the published names mean. A difference is scaled by a power of ten named in the name
+    (``diff_x100``) so that Opik's two decimals show it: by 100 for a score declared within [-1, 1]
+    (points), and by 10 more while it would round to zero; a score that declares no such bound
+    (BERTScore's, which rescaling can take below -1) and whose difference already shows at two
+    decimals keeps a plain ``diff`` (``publication.diff_factor``): by design, not a slip."""
+    from opik_metrics.compare.publication import pair_names
+
+    published = {name for entry in publication["experiments"].values() for name in entry["experiment_scores"]}
+    plain = sorted({name.split(".diff vs ")[0] for name in published
+                    if name.endswith(f".diff vs {baseline}") and name == pair_names(name.split(".diff vs ")[0],
+                                                                                    baseline, 1)["diff"]})
+    unscaled = (f"; plain diff: the difference as it is, for a score that declares no [-1, 1] bound and whose "
+                f"difference shows at two decimals ({', '.join(plain)})" if plain else "")
+    return (f"diff_xN: the difference from {baseline} (system minus baseline) times N, so that Opik's two "
+            f"decimals show it (x100: points of a 0..1 score){unscaled};\np_pct: the paired test's p-value in "
+            "percent; verdict: +1 better, 0 no significant difference, -1 worse, in the score's own direction")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,8 @@ def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for a server (default 15)")
     g.add_argument("--retries", type=int, default=2, help="retries after a transient error (default 2)")
     g.add_argument("--max-image-mb", type=float, default=20.0, help="largest image accepted (default 20 MB)")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--format", choices=["table", "json"], default="table",
+                        help="table (default) or the experiment's summary as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -92,6 +93,11 @@ def cmd_caption(args: argparse.Namespace) -> int:
     from opik_metrics.pipelines.captioning.conceptual_captions import check_source
 
     check_source(args.tsv, args.hf_dataset, args.limit)      # usage errors before the heavy imports
+    from opik_metrics.experiments.opik_server import CLI_LOCAL_ADVICE, choose_backend
+
+    # chosen here so that a server that is down is advised in this command's words (--backend local)
+    backend = choose_backend("local" if args.store is not None and args.backend == "auto" else args.backend,
+                             local_advice=CLI_LOCAL_ADVICE)
     from opik_metrics.images import ImageFetcher
     from opik_metrics.pipelines.captioning.pipeline import DEFAULT_METRICS, run_captioning
 
@@ -107,7 +113,7 @@ def cmd_caption(args: argparse.Namespace) -> int:
         hf_config=args.hf_config, limit=args.limit, sample=args.sample, seed=args.seed, model=args.model,
         generation=generation, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
         metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model, clip_model=args.clip_model,
-        backend=args.backend,
+        backend=backend,
         store=args.store, project_name=args.project, dataset_name=args.dataset_name, fetcher=fetcher,
         progress=not args.no_progress, retry_failed=args.retry_failed, overwrite=args.overwrite)
     if args.format == "json":

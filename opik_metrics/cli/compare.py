@@ -57,7 +57,7 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
     from opik_metrics.experiments.store import ExperimentStore
 
     backend = choose_backend("local" if args.store else ("opik" if args.opik else "auto"),
-                             local_advice="pass --store PATH to compare experiments of the local store")
+                             local_advice="or pass --store PATH to compare experiments of the local store")
     if backend.kind == "opik":
         import opik
 
@@ -78,17 +78,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
     if args.publish_all_scores and not (args.publish or args.dry_run):
         raise ValueError("--publish-all-scores goes with --publish or --dry-run")
-    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired
 
     settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                                top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
                                all_scores=args.all_scores)
     settings.check()
     experiments, source = load_for_compare(args)
+    reason = unpaired(experiments)
+    if reason is not None:          # else every row of the table would say "nothing to compare", never why
+        raise ValueError(reason)
     comparison = compare_experiments(experiments, settings, source=source)
     if args.dry_run:
         from opik_metrics.compare.publication import build_publication
 
+        # stderr: stdout stays the JSON plan alone, for `| jq` and for tests that parse it
+        print("dry run: nothing was written to Opik; the JSON below is exactly what --publish would write",
+              file=sys.stderr)
         json.dump(build_publication(comparison, args.project, all_scores=args.publish_all_scores), sys.stdout,
                   indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

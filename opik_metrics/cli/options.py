@@ -50,6 +50,14 @@ def metric_recipe(names: Sequence[str], args: argparse.Namespace,
                             for card in cards])
 
 
+def aggregate_label(name: str, corpus_names: Any, mean_corpora: dict[str, str]) -> str:
+    """How a score of ``score``'s table is aggregated; a corpus score that is by definition the
+    mean of an item score (CIDEr-D's) says so, else its row looks like a repeat of that mean."""
+    if name in mean_corpora:
+        return f"corpus statistics: the mean of {mean_corpora[name]}, by the metric's definition"
+    return "corpus statistics" if name in corpus_names else "mean over items"
+
+
 def add_store_argument(parser: argparse._ActionsContainer) -> None:  # a parser or an argument group: their base
     parser.add_argument("--store", metavar="PATH",
                         help="local experiment store (SQLite); default $OPIK_METRICS_STORE or "

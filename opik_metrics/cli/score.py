@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import add_metric_options, build_metrics
+from opik_metrics.cli.options import add_metric_options, aggregate_label, build_metrics
+from opik_metrics.core import facts_of
 from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import metric_card, metric_classes
 
@@ -79,6 +80,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from opik_metrics.experiments.batch import score_texts
 
     outputs = read_lines(args.predictions, "predictions")
+    if not outputs:
+        raise CLIError(f"predictions file {args.predictions} has no lines: nothing to score")
     names = args.metric or ["rouge", "bleu"]
     needing = [card.name for card in map(metric_card, names) if card.needs_reference]
     if needing and not args.references:
@@ -97,8 +100,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 0
     print(f"{len(outputs)} items: {args.predictions} vs {', '.join(args.references or ['(no references)'])}\n")
     corpus_names = set(result["aggregate"]) - {n for item in result["items"] for n in item}
-    rows = [[name, value, "corpus statistics" if name in corpus_names else "mean over items"]
-            for name, value in result["aggregate"].items()]
+    means = {c.name: c.carrier for m in metrics for c in facts_of(m).corpora if c.mean_of_carrier}
+    rows = [[name, value, aggregate_label(name, corpus_names, means)] for name, value in result["aggregate"].items()]
     print(format_table(["score", "value", "aggregate"], rows))
     if args.items:
         shown = [n for n in result["aggregate"] if n not in corpus_names and n not in result["parts"]]
@@ -116,8 +119,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``score`` to the main parser's sub-commands."""
-    score = sub.add_parser("score", help="score records (JSONL, CSV, Parquet) or a predictions file against "
-                           "reference files")
+    score = sub.add_parser(
+        "score", help="score records (JSONL, CSV, Parquet) or a predictions file against reference files",
+        description="Score system outputs against references with the chosen metrics (default: ROUGE and "
+                    "BLEU) and print each score's mean over items and its corpus value; --items adds one row "
+                    "per item. Give records (--input, one output row per record with --output, resumable) or "
+                    "two text files, one entry a line (--predictions, --references). A run that scores nothing "
+                    "(no records, or no record with the columns it needs) is an error (exit 2).")
     g = score.add_argument_group("records (streamed in chunks, one output row per record)")
     g.add_argument("--input", "-i", metavar="FILE", help="records with fields output, reference (a string or a "
                    "list) and image where a metric needs it: .jsonl, .csv (header row) or .parquet")
@@ -143,7 +151,8 @@ def register(sub: Any) -> None:
     score.add_argument("--metric", "-m", action="append", choices=list(metric_classes()),
                        help="metric to compute (repeatable; default: rouge and bleu; clipscore scores the "
                        "records' images)")
-    score.add_argument("--format", choices=["table", "json"], default="table")
+    score.add_argument("--format", choices=["table", "json"], default="table",
+                       help="table (default) or one JSON object: items, aggregate, signatures")
     score.add_argument("--items", action="store_true", help="also print a per-item table")
     score.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_metric_options(score)

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import metric_recipe, wants_every_reference
+from opik_metrics.cli.options import aggregate_label, metric_recipe, wants_every_reference
 from opik_metrics.core.table import format_table
 from opik_metrics.core.worker_pools import available_cores
 
@@ -44,8 +44,33 @@ def score_records(args: argparse.Namespace) -> int:
                               progress=not args.no_progress, overwrite=args.overwrite)
     except (SourceError, FieldError, OutputError) as exc:
         raise CLIError(str(exc)) from None
+    if result.items == 0 or result.unscored == result.items:
+        raise CLIError(nothing_scored(args.input, result, getattr(source, "header", None), args.output))
     _print(args, result)
     return 0
+
+
+def nothing_scored(path: str, result: Any, header: list[str] | None, output: str | None) -> str:
+    """Why a run scored nothing, in one line with its fix: a run that scored nothing is a failure
+    (exit 2), never a green run a CI job would pass (its table would be empty)."""
+    from opik_metrics.streams.fields import missing_input
+
+    if result.items == 0:
+        return f"{path} has no records: nothing to score"
+    every = f"none of the {result.items} records of {path} has a score"
+    reasons = result.unscored_reasons
+    if len(reasons) != 1:
+        shown = "; ".join(f"{why} ({n} records)" for why, n in reasons.items())
+        return f"{every}: {shown}"
+    (reason,) = reasons
+    name = missing_input(reason)
+    if name is None:
+        return f"{every}: every one says {reason}"
+    columns = f" (its columns: {', '.join(header)})" if header else ""
+    many = " (several columns, comma-separated, make the list of references)" if name == "reference" else ""
+    again = f" (with --overwrite: {output} holds the rows of this run)" if output else ""
+    return (f"{every}: {reason}{columns}; name the column that holds the {name} with --field {name}=COLUMN"
+            f"{many}{again}")
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
@@ -68,8 +93,7 @@ def _print(args: argparse.Namespace, result: Any) -> None:
                if result.resumed_from == result.items else f" (resumed after record {result.resumed_from})")
     target = f" -> {result.output}" if result.output else ""
     print(f"{result.items} records: {args.input}{target}{resumed}\n")
-    rows = [[name, value, result.counts.get(name, 0),
-             "corpus statistics" if name in result.corpus_names else "mean over items"]
+    rows = [[name, value, result.counts.get(name, 0), aggregate_label(name, result.corpus_names, result.mean_corpora)]
             for name, value in result.aggregate.items()]
     print(format_table(["score", "value", "items", "aggregate"], rows))
     if args.items and result.rows is not None:

@@ -74,6 +74,27 @@ def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFac
     return ScoreFacts(name)
 
 
+def unpaired(experiments: Sequence[ExperimentRecords]) -> str | None:
+    """Why no two of ``experiments`` can be compared item by item, in one line, or None when some
+    pair shares an item with an output in both. Items pair up by their input (the item key), so
+    experiments on different datasets share none; the command line stops on this (exit 2)
+    instead of printing a table that says "nothing to compare" on every row."""
+    reasons = []
+    for a, b in combinations(experiments, 2):
+        keys = {item.key: item for item in a.items}
+        common = [(keys[item.key], item) for item in b.items if item.key in keys]
+        if any(not x.failed and not y.failed for x, y in common):
+            return None
+        if common:
+            reasons.append(f"{a.name} and {b.name} share {len(common)} item(s), but none has an output in both "
+                           "(each failed in one of them; see their failed items)")
+        else:
+            datasets = (f"; {a.name} is on dataset {a.dataset!r}, {b.name} on {b.dataset!r}"
+                        if a.dataset != b.dataset else "")
+            reasons.append(f"{a.name} and {b.name} have no item in common (items pair up by their input{datasets})")
+    return "nothing to compare: " + "; ".join(reasons) if reasons else None
+
+
 def compare_experiments(experiments: Sequence[ExperimentRecords], settings: CompareSettings = CompareSettings(),
                         source: str | None = None, created_at: str | None = None) -> dict[str, Any]:
     """The comparison of ``experiments`` (the first is the baseline of each pair it is in)."""
@@ -379,6 +400,11 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
                 notes.append(f"{e.name}: {m['name']} is not finite for {len(odd)} of {with_output} items with an "
                              f"output ({_kinds_text(_kinds(odd))}); they are left out of its value, interval and "
                              "paired tests")
+    for m in metrics:
+        corpus = next((c for c in (e.corpus(m["name"]) for e in experiments) if c is not None), None)
+        if m["kind"] == "corpus" and corpus is not None and corpus.mean_of_carrier:
+            notes.append(f"{m['name']} is by definition the mean of {corpus.carrier} over the items (how the metric "
+                         f"defines its corpus score), so its row repeats {corpus.carrier}'s")
     if tests > 1:
         notes.append(f"p-values are not corrected for multiple comparisons: this report makes {tests} tests; "
                      f"with a Bonferroni correction a difference is significant at p < {settings.alpha / tests:.2g}")

@@ -210,14 +210,14 @@ def publish_comparison(comparison: Mapping[str, Any], *, client: Any = None, pro
     ``all_scores``: intervals, p-values and corpus values as experiment scores too (by default each
     compared score adds two columns to Opik's experiments page: its difference and its verdict)."""
     from opik_metrics.compare.publication import build_publication
-    from opik_metrics.experiments.opik_server import choose_backend, client_url, server_errors
+    from opik_metrics.experiments.opik_server import PUBLISH_ADVICE, choose_backend, client_url, server_errors
 
     publication = build_publication(comparison, project_name, all_scores=all_scores)
     if store is not None:
         require_pushed(store, list(publication["experiments"]))
     url = None
     if client is None:
-        backend = choose_backend("opik")
+        backend = choose_backend("opik", local_advice=PUBLISH_ADVICE)
         url = backend.url
         with server_errors(url, "connecting the Opik client"):
             client = opik.Opik(project_name=project_name)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from opik_metrics.core.signature import Signature
-from opik_metrics.core.statistics import Formula, formula_path
+from opik_metrics.core.statistics import Formula, formula_path, mean_formula
 
 SCALES = ("linear", "log")
 
@@ -60,6 +60,18 @@ class CorpusFacts:
     @property
     def name(self) -> str:
         return self.score.name
+
+    @property
+    def mean_of_carrier(self) -> bool:
+        """Whether the corpus value is, by its definition, the mean of the carrier's item scores
+        (CIDEr-D's corpus score as pycocoevalcap computes it, ROUGE's, BERTScore's): shown beside
+        that mean, the two rows agree, and a reader should be told why."""
+        if self.is_mean:
+            return True
+        if self.formula != formula_path(mean_formula):
+            return False
+        position = self.options.get("field", 0)
+        return isinstance(position, int) and 0 <= position < len(self.fields) and self.fields[position] == self.carrier
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.score.as_dict(), "carrier": self.carrier, "fields": list(self.fields),

@@ -257,4 +257,5 @@ def aggregate_dataset(scored: Any, facts: Sequence[Any]) -> StreamResult:
         for row in batch.select(keep).to_pylist():
             aggregator.add(row)
     return StreamResult(items=aggregator.rows, unscored=aggregator.unscored, aggregate=aggregator.aggregate(),
-                        counts=aggregator.counts(), signatures={f.metric: str(f.signature) for f in facts})
+                        counts=aggregator.counts(), signatures={f.metric: str(f.signature) for f in facts},
+                        unscored_reasons=dict(aggregator.unscored_reasons))

@@ -70,7 +70,16 @@ def ping_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/is-alive/ping"
 
 
-LOCAL_ADVICE = "pass --backend local to keep results in the local store and push them later"
+# How to go on without the server, in the words of where the error is raised (the end of the
+# advice "Start the server or fix the URL (...), <this>."): a Python call, a command with --backend,
+# a command that only talks to the server (push, publish) and so has no local way to offer.
+LOCAL_ADVICE = 'or pass backend="local" to keep results in the local store and push them later'
+CLI_LOCAL_ADVICE = ("or pass --backend local to keep results in the local store and push them later "
+                    "(opik-metrics experiments push)")
+PUSH_ADVICE = "then push again: nothing was sent, and the experiment stays in the local store"
+PUBLISH_ADVICE = "then publish again: nothing was written (a dry run shows what would be)"
+NOTHING_CONFIGURED = ("no server is configured (OPIK_URL_OVERRIDE, OPIK_API_KEY and `opik configure` are unset), "
+                      "so this is opik's default URL")
 
 
 _PING_MAX_BYTES = 64 * 1024
@@ -117,9 +126,11 @@ def _ping(url: str, timeout: float) -> tuple[int, bytes]:
 
 def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "", local_advice: str = LOCAL_ADVICE) -> None:
     """Raise OpikServerUnavailable unless the Opik API at ``url`` answers its ping within ``timeout``
-    seconds in total (a server answering slowly, byte by byte, fails it too)."""
-    advice = f"Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), or {local_advice}."
-    where = f"Opik server at {url}" + (f" (configured by {why})" if why else "")
+    seconds in total (a server answering slowly, byte by byte, fails it too). ``why``: what points
+    at this URL (in parentheses after it); ``local_advice``: how to go on without the server, in
+    the words of the caller (``LOCAL_ADVICE``, ``CLI_LOCAL_ADVICE``, ``PUSH_ADVICE``)."""
+    advice = f"Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), {local_advice}."
+    where = f"Opik server at {url}" + (f" ({why})" if why else "")
     try:
         status, body = _ping(ping_url(url), timeout)
     except (_PingTimeout, requests.Timeout):
@@ -351,6 +362,6 @@ def choose_backend(requested: "str | Backend" = "auto", timeout: float = HEALTH_
     why = configured_by(cfg)
     if why is None and requested == "auto":
         return Backend("local", "no Opik server configured (OPIK_URL_OVERRIDE, OPIK_API_KEY, `opik configure`)")
-    check_server(cfg.url_override, timeout, why or "the default Opik URL", local_advice)
+    check_server(cfg.url_override, timeout, f"configured by {why}" if why else NOTHING_CONFIGURED, local_advice)
     use_server_timeout()
     return Backend("opik", f"Opik server at {cfg.url_override}", cfg.url_override)

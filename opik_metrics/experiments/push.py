@@ -33,7 +33,8 @@ from opik.types import BatchFeedbackScoreDict
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.opik_datasets import insert_items
-from opik_metrics.experiments.opik_server import answer_failure, choose_backend, client_url, server_errors
+from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, choose_backend, client_url,
+                                                  server_errors)
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
 from opik_metrics.metrics.server_range import storable
 
@@ -252,7 +253,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     target = "Opik"
     url = client_url(client)
     if client is None:
-        backend = choose_backend("opik")
+        backend = choose_backend("opik", local_advice=PUSH_ADVICE)    # push has no local way to offer
         target, url = backend.reason, backend.url
     remote_name = experiment_name or name
     with server_errors(url, "connecting the Opik client"):

@@ -33,7 +33,8 @@ class BLEU(SacrebleuFamilyMetric):
         "bleu", "sentence BLEU per item, corpus BLEU in the aggregate", group="BLEU options", options=(
             Option("--bleu-tokenize", "tokenize", default="13a", help="13a (default), intl, char, zh, none"),
             LOWERCASE,
-            Option("--smooth-method", "smooth_method", default="exp", choices=("exp", "floor", "add-k", "none")),
+            Option("--smooth-method", "smooth_method", default="exp", choices=("exp", "floor", "add-k", "none"),
+                   help="sacrebleu's smoothing of zero n-gram counts (default exp)"),
         ))
 
     def __init__(

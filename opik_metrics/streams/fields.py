@@ -2,10 +2,21 @@
 or several whose values form the list of references) and ``image``."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 INPUTS = ("output", "reference", "image")
+_MISSING = "field {name!r}: column {column!r} is missing from the record"
+_MISSING_PATTERN = re.compile(r"field '(\w+)': column (.+) is missing from the record$")
+
+
+def missing_input(reason: str) -> str | None:
+    """The input (``output``, ``reference``, ``image``) when ``reason`` is FieldMap's "column is
+    missing" (its record's place stripped, see ``rows.common_reason``), else None: what the
+    command line turns into a ``--field`` hint."""
+    found = _MISSING_PATTERN.fullmatch(reason)
+    return found.group(1) if found else None
 
 
 class FieldError(ValueError):
@@ -31,7 +42,7 @@ class FieldMap:
             cols = self.column(name)
             missing = [c for c in cols if c not in record]
             if missing:
-                raise KeyError(f"field {name!r}: column {missing[0]!r} is missing from the record")
+                raise KeyError(_MISSING.format(name=name, column=missing[0]))
             values = [record[c] for c in cols]
             inputs[name] = values[0] if len(cols) == 1 else values
         return inputs

@@ -4,11 +4,19 @@ aggregates made from rows in index order (means over scored items, corpus scores
 statistics by the formula the metric's facts name), the same whichever engine made the rows."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
 from opik_metrics.core import MetricFacts, facts_of, resolve_formula
 
 STATISTICS_PREFIX = "statistics."
+_WHERE = re.compile(r"^(?:item|line|row|rows) \d+(?:-\d+)?[,:] ")   # "item 3, ", "row 11: ": where, not why
+_REASONS_KEPT = 5
+
+
+def common_reason(reason: str) -> str:
+    """A row's reason without the record it names, so that records failing alike share it."""
+    return _WHERE.sub("", reason, count=1)
 
 
 def statistics_column(metric: str) -> str:
@@ -61,6 +69,9 @@ class Aggregator:
         self.facts = list(facts)
         self.rows = 0
         self.unscored = 0
+        # why records have no score at all (their reasons without the record's place), at most
+        # _REASONS_KEPT distinct ones: a run where every record failed alike can say why in one line
+        self.unscored_reasons: dict[str, int] = {}
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self._stat_columns = [(f.metric, statistics_column(f.metric)) for f in self.facts if f.own_corpus is not None]
@@ -84,6 +95,7 @@ class Aggregator:
                 counts[name] = 1
         if not scored:
             self.unscored += 1
+            self._note_unscored(row.get("reason"))
         for metric, column in self._stat_columns:
             values = row.get(column)
             if values is None:
@@ -127,7 +139,12 @@ class Aggregator:
                 unscored = pc.and_(unscored, pc.is_null(table.column(name)))
             self.unscored += int(pc.sum(pc.cast(unscored, "int64")).as_py() or 0)
         else:
+            unscored = None
             self.unscored += n
+        if "reason" in table.column_names:
+            reasons = table.column("reason")
+            for reason in (reasons if unscored is None else pc.filter(reasons, unscored)).to_pylist():
+                self._note_unscored(reason)
         for metric, column in self._stat_columns:
             if column not in table.column_names:
                 continue
@@ -141,6 +158,11 @@ class Aggregator:
             if summed is not None:
                 self._totals[metric] = summed
                 self._stat_counts[metric] = count
+
+    def _note_unscored(self, reason: str | None) -> None:
+        key = common_reason(reason or "no reason given")
+        if key in self.unscored_reasons or len(self.unscored_reasons) < _REASONS_KEPT:
+            self.unscored_reasons[key] = self.unscored_reasons.get(key, 0) + 1
 
     def aggregate(self) -> dict[str, float]:
         """Every score's mean over the items that have it, then each corpus score of its own."""
@@ -156,6 +178,11 @@ class Aggregator:
     def corpus_names(self) -> list[str]:
         """The names of the corpus scores of their own (made from summed statistics)."""
         return [c.name for f in self.facts for c in f.own_corpora]
+
+    def mean_corpora(self) -> dict[str, str]:
+        """Corpus scores of their own that are by definition the mean of an item score (CIDEr-D's):
+        corpus name -> that item score, so a table can say why the two rows agree."""
+        return {c.name: c.carrier for f in self.facts for c in f.own_corpora if c.mean_of_carrier}
 
     def counts(self) -> dict[str, int]:
         """How many items each mean and corpus score covers."""

@@ -119,6 +119,9 @@ class StreamResult:
     resumed_from: int = 0
     output: str | None = None
     notes: list[str] = field(default_factory=list)
+    # why records have no score (reasons without the record's place -> records), a few distinct ones
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    mean_corpora: dict[str, str] = field(default_factory=dict)    # corpus score -> the item score it averages
 
 
 @dataclass
@@ -226,7 +229,8 @@ class StreamRun:
     def _result(self, aggregator: Aggregator, signatures: dict[str, str], **more: Any) -> StreamResult:
         return StreamResult(items=aggregator.rows, unscored=aggregator.unscored, aggregate=aggregator.aggregate(),
                             counts=aggregator.counts(), signatures=signatures,
-                            corpus_names=aggregator.corpus_names(), **more)
+                            corpus_names=aggregator.corpus_names(), unscored_reasons=dict(aggregator.unscored_reasons),
+                            mean_corpora=aggregator.mean_corpora(), **more)
 
 
 def read_references(source: Source, fields: FieldMap, chunk_size: int = DEFAULT_CHUNK) -> list[list[str]]:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from opik_metrics.metrics.catalog import build_metric, metric_class
 from opik_metrics.experiments.contexts import fit_corpus_contexts
-from opik_metrics.experiments.opik_server import choose_backend
+from opik_metrics.experiments.opik_server import Backend, choose_backend
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL
@@ -81,7 +81,7 @@ def run_captioning(
     metrics: Sequence[str] = DEFAULT_METRICS,
     bertscore_model: str | None = None,
     clip_model: str | None = None,
-    backend: str = "auto",
+    backend: str | Backend = "auto",
     store: str | os.PathLike | None = None,
     project_name: str | None = None,
     dataset_name: str | None = None,
@@ -92,7 +92,8 @@ def run_captioning(
     overwrite: bool = False,
 ) -> ExperimentSummary:
     """Caption Conceptual Captions images with BLIP and score the captions against the references
-    (CIDEr-D's document frequencies come from the references of the items read)."""
+    (CIDEr-D's document frequencies come from the references of the items read). ``backend``:
+    auto, local, opik, or a ``Backend`` the caller already chose (the command line does)."""
     from opik_metrics.pipelines.captioning.captioner import BlipCaptioner
 
     check_source(tsv, hf_dataset, limit)

@@ -20,7 +20,7 @@ from typing import Any
 import opik
 import torch
 
-from opik_metrics.experiments.opik_server import Backend, choose_backend
+from opik_metrics.experiments.opik_server import CLI_LOCAL_ADVICE, Backend, choose_backend
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.spans import traced
 from opik_metrics.experiments.summary import ExperimentSummary
@@ -77,7 +77,8 @@ def build_student(teacher: CausalLM, args: argparse.Namespace, out: Path) -> tup
 
 def run(args: argparse.Namespace) -> list[ExperimentSummary]:
     """The whole pipeline; returns the two experiments' summaries (teacher, student)."""
-    backend = choose_backend("local" if args.store and args.backend == "auto" else args.backend)
+    backend = choose_backend("local" if args.store and args.backend == "auto" else args.backend,
+                             local_advice=CLI_LOCAL_ADVICE)     # the distillation command's own option
     was_tracing = opik.is_tracing_active()
     opik.set_tracing_active(backend.kind == "opik")  # no server: training's @opik.track must not send
     try:

@@ -8,7 +8,7 @@ from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
-from tests.compare.systems import store_with
+from tests.compare.systems import answer_with, items_for, store_with
 from tests.compare.test_sources import REFS, SYSTEMS
 
 
@@ -58,6 +58,36 @@ def test_errors_are_one_clear_line(store, tmp_path, capsys, argv, message):
     assert main(["compare", *argv, "--store", str(store), "--output", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_experiments_with_no_item_in_common_are_one_error_saying_why(tmp_path, capsys):
+    from opik_metrics import BLEU
+    from opik_metrics.experiments.runner import run_experiment
+
+    path = tmp_path / "two.sqlite"
+    for name, refs in (("news", ["a cat sat", "a dog ran"]), ("captions", ["two birds", "one tree"])):
+        run_experiment(name, items_for(refs), answer_with(refs), [BLEU()], dataset_name=f"{name}-set", store=path,
+                       progress=False)
+    assert main(["compare", "news", "captions", "--store", str(path), "--output", str(tmp_path / "r")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and captured.err.count("nothing to compare") == 1
+    assert "news and captions have no item in common" in captured.err
+    assert "news is on dataset 'news-set', captions on 'captions-set'" in captured.err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_corpus_score_that_is_the_mean_says_so(tmp_path, capsys):
+    """Issue 40: cider and corpus_cider rows agree because CIDEr-D's corpus score is the mean."""
+    from opik_metrics.metrics.cider import CIDEr
+
+    path = store_with(tmp_path / "cider.sqlite", REFS, SYSTEMS, metrics=[CIDEr(df_references=[[r] for r in REFS])])
+    assert main(["compare", "sys-a", "sys-b", "--store", str(path), "--output", str(tmp_path / "r"),
+                 "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "corpus_cider" in out
+    assert out.count("corpus_cider is by definition the mean of cider over the items") == 1
+    html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "corpus_cider is by definition the mean of cider over the items" in html
 
 
 def test_a_missing_store_is_named(tmp_path, capsys):

@@ -58,6 +58,14 @@ def test_files_of_different_lengths_are_a_clear_error(tmp_path, capsys):
     assert "has 3 lines but" in err and "has 2" in err and "Traceback" not in err
 
 
+def test_empty_files_are_an_error_not_an_empty_table(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["score", "-p", str(empty), "-r", str(empty), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"opik-metrics: error: predictions file {empty} has no lines: nothing to score\n"
+
+
 def test_missing_file_and_bad_rouge_type(tmp_path, capsys):
     assert main(["score", "-p", str(tmp_path / "nope.txt"), "-r", str(tmp_path / "r.txt")]) == 2
     assert "predictions file not found" in capsys.readouterr().err
@@ -72,3 +80,31 @@ def test_table_format_via_console_script():
                            "-r", str(EXAMPLES / "references.txt"), "--no-progress"],
                           capture_output=True, text=True, check=True)
     assert "rouge1_f1" in proc.stdout and "0.6863" in proc.stdout and "corpus_bleu" in proc.stdout
+
+
+def test_a_corpus_score_that_is_the_mean_says_so_in_the_table(capsys):
+    assert main(["score", "-p", str(EXAMPLES / "predictions.txt"), "-r", str(EXAMPLES / "references.txt"),
+                 "-m", "cider", "-m", "bleu", "--no-progress"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert "corpus statistics: the mean of cider, by the metric's definition" in rows["corpus_cider"]
+    assert rows["corpus_bleu"].rstrip().endswith("corpus statistics") and "mean over items" in rows["cider"]
+
+
+def test_help_describes_the_command_and_every_option(capsys, monkeypatch):
+    """Issue 40: `score --help` had no description and --format, --lang, --batch-size no help."""
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as done:
+        main(["score", "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "Score system outputs against references" in text
+    lines = text.splitlines()
+    bare = []
+    for k, line in enumerate(lines):
+        if not line.startswith("  -"):
+            continue
+        has_help = "  " in line.strip()            # help on the option's own line, after the gap
+        follows = k + 1 < len(lines) and lines[k + 1].startswith(" " * 8) and not lines[k + 1].strip().startswith("-")
+        if not (has_help or follows):
+            bare.append(line.strip().split()[0])
+    assert bare == []

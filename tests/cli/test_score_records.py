@@ -76,6 +76,37 @@ def test_csv_with_field_mapping_and_a_bad_row(tmp_path, capsys):
     assert status == 0 and "note: 1 of 11 records have no scores" in out and "row 11: 1 fields" in out
 
 
+def test_a_run_that_scored_nothing_is_an_error_naming_the_column_and_the_field_fix(tmp_path, capsys):
+    path = write_csv(tmp_path / "pairs.csv", ITEMS[:40])      # columns pred, ref: no --field
+    status, out, err = _run(capsys, "-i", str(path))
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "none of the 40 records" in err and "column 'output' is missing" in err
+    assert "its columns: pred, ref" in err and "--field output=COLUMN" in err
+    status, _, err = _run(capsys, "-i", str(path), "--field", "output=pred", "-o", str(tmp_path / "o.jsonl"))
+    assert status == 2 and "column 'reference' is missing" in err and "--field reference=COLUMN" in err
+    assert "--overwrite" in err
+    status, out, _ = _run(capsys, "-i", str(path), "--field", "output=pred", "--field", "reference=ref",
+                          "-o", str(tmp_path / "o.jsonl"), "--overwrite")
+    assert status == 0 and "40 records" in out
+
+
+def test_records_failing_for_different_reasons_still_score_nothing_and_fail(tmp_path, capsys):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"output": "a"}\nnot json\n', encoding="utf-8")
+    status, _, err = _run(capsys, "-i", str(path), "-m", "bleu")
+    assert status == 2 and "none of the 2 records" in err and "(1 records)" in err
+
+
+@pytest.mark.parametrize("content", ["", "pred,ref\n"])
+def test_empty_input_is_an_error(tmp_path, capsys, content):
+    path = tmp_path / "empty.csv"
+    path.write_text(content, encoding="utf-8")
+    status, _, err = _run(capsys, "-i", str(path), "--field", "output=pred", "--field", "reference=ref")
+    assert status == 2 and err.startswith("opik-metrics: error:")
+    if content:
+        assert "has no records: nothing to score" in err
+
+
 @pytest.mark.parametrize("args,message", [
     (["-i", "missing.jsonl"], "input file not found"),
     (["-i", "{dir}/in.jsonl", "--field", "colour=x"], "--field 'colour=x'"),

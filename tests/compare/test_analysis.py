@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text
+from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text, unpaired
 from opik_metrics.compare.bootstrap import CorpusStatistic
 from opik_metrics.core import MetricFacts, ScoreFacts
 from opik_metrics.neural.lm.formulas import perplexity_from_statistics
@@ -98,6 +98,9 @@ def test_no_shared_item_gives_a_reason_instead_of_a_p_value():
     b = experiment("b", {"score": [0.3, 0.4]}, failed=[1])
     entry = compare_experiments([a, b], SETTINGS)["pairs"][0]["metrics"]["score"]
     assert entry["p_value"] is None and not entry["significant"] and "no shared item" in entry["note"]
+    assert unpaired([a, b]) == ("nothing to compare: a and b share 2 item(s), but none has an output in both "
+                                "(each failed in one of them; see their failed items)")
+    assert unpaired([a, experiment("c", {"score": [0.5, 0.6]})]) is None
 
 
 def test_three_experiments_make_three_pairs_and_a_multiple_testing_note():

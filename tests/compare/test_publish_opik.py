@@ -206,8 +206,9 @@ def test_publishing_twice_writes_nothing_more(server, capsys, flags):
 
 
 def test_dry_run_prints_exactly_what_publish_writes_and_writes_nothing(server, capsys):
-    code, out, _ = _cli(capsys, "compare", "poor", "good", "--opik", "--dry-run")
+    code, out, err = _cli(capsys, "compare", "poor", "good", "--opik", "--dry-run")
     assert code == 0 and server.writes() == [] and server.dashboards == {}
+    assert err == "dry run: nothing was written to Opik; the JSON below is exactly what --publish would write\n"
     plan = json.loads(out)
     assert _cli(capsys, "compare", "poor", "good", "--opik", "--publish")[0] == 0
     (board_id,) = server.dashboards

@@ -352,3 +352,17 @@ def test_degenerate_comparisons_still_render(tmp_path):
     text = files.html.read_text(encoding="utf-8")
     assert "only" in text and "No pairs." in text and "No notes." in text
     _assert_offline(text)
+
+
+def test_header_and_summaries_read_each_pair_the_same_way(two, three):
+    """Issue 40: the header said "a vs b" and the summary "b vs a": both say system vs baseline."""
+    from opik_metrics.compare.summary import format_comparison
+
+    comparison, files = two
+    text = files.html.read_text(encoding="utf-8")
+    a, b = (e["name"] for e in comparison["experiments"])
+    assert f'<p class="subtitle">{html.escape(b)} vs {html.escape(a)} (baseline)</p>' in text
+    assert f"<title>Comparison: {html.escape(b)} vs {html.escape(a)} (baseline)</title>" in text
+    assert f"\n{b} vs {a} (baseline), " in format_comparison(comparison)
+    assert f"{html.escape(a)} vs {html.escape(b)}" not in text
+    assert "each vs the ones before it (the first is the baseline)" in three[2]

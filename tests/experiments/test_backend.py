@@ -55,11 +55,26 @@ def test_nothing_configured_means_the_local_store(monkeypatch):
 
 def test_configured_but_down_fails_fast_with_advice(monkeypatch):
     monkeypatch.setattr(opik_server, "_opik_config", lambda: _config(fields={"url_override"}))
-    with pytest.raises(OpikServerUnavailable, match=r"http://127.0.0.1:9/api .*not reachable.*--backend local"):
-        choose_backend("auto")
+    with pytest.raises(OpikServerUnavailable, match=r"http://127.0.0.1:9/api \(configured by OPIK_URL_OVERRIDE"
+                       r".*not reachable.*pass backend=\"local\"") as raised:
+        choose_backend("auto")          # a Python call: the advice is the Python argument, not a flag
+    assert "--backend" not in str(raised.value)
     monkeypatch.setattr(opik_server, "_opik_config", lambda: _config())
-    with pytest.raises(OpikServerUnavailable, match="not reachable"):
+    with pytest.raises(OpikServerUnavailable, match="not reachable") as raised:
         choose_backend("opik")          # asked for explicitly, nothing configured: the default URL is tried
+    assert "no server is configured" in str(raised.value) and "configured by" not in str(raised.value)
+
+
+@pytest.mark.parametrize("advice, says", [(opik_server.CLI_LOCAL_ADVICE, "or pass --backend local"),
+                                          (opik_server.PUSH_ADVICE, "then push again"),
+                                          (opik_server.PUBLISH_ADVICE, "then publish again")])
+def test_the_advice_is_in_the_callers_words(monkeypatch, advice, says):
+    monkeypatch.setattr(opik_server, "_opik_config", lambda: _config(fields={"url_override"}))
+    with pytest.raises(OpikServerUnavailable) as raised:
+        choose_backend("opik", local_advice=advice)
+    message = str(raised.value)
+    assert f"`opik configure`), {says}" in message and message.count("\n") == 0
+    assert ("backend" in message) == (advice is opik_server.CLI_LOCAL_ADVICE)
 
 
 def test_a_server_that_answers_is_used(monkeypatch, ping_server):

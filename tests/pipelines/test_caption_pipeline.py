@@ -148,10 +148,12 @@ def test_cli_caption_list_show_without_touching_the_network(tmp_path, caption_ts
     assert _cli(["experiments", "push", "first", "--store", store]) == 2
     err = capsys.readouterr().err
     assert "Opik server at http://127.0.0.1:9/api" in err and "not reachable" in err
+    assert "then push again" in err and "--backend" not in err      # push has no --backend
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--backend", "opik"], "not reachable"),
+    (["--backend", "opik"], "not reachable (ConnectionError: connection refused). Start the server or fix the URL "
+                            "(OPIK_URL_OVERRIDE, `opik configure`), or pass --backend local"),
     (["--model", "Salesforce/blip-image-captioning-base"], "could not load model"),
     (["--model", "./no/such/blip"], "does not exist"),
     (["--metric", "nosuch"], "unknown metric 'nosuch'"),
