@@ -44,7 +44,9 @@ def test_a_large_batch_lands_in_the_oldest_generation(collector_on):
     results = ROUGE(track=False).score_batch(preds, refs, workers=1)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert _generation_of(results[0][0]) == 2 and _generation_of(results[-1]) == 2
-    assert gc.get_count()[0] < 100          # the batch's objects were not left counting towards a collection
+    # the batch's ~10,000 objects were not left counting towards a young collection (a few hundred
+    # may come from threads other tests left behind: the SDK's background flushers)
+    assert gc.get_count()[0] < 1_000
 
 
 @pytest.fixture
