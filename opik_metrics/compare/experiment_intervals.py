@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from opik.evaluation.metrics.score_result import ScoreResult
+from _opik import ScoreResult   # opik.evaluation.metrics.score_result.ScoreResult, without importing opik
 
 from opik_metrics.compare.analysis import CompareSettings
 from opik_metrics.compare.bootstrap import CorpusStatistic, MeanStatistic, bootstrap_interval, resample_indices

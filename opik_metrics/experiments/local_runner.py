@@ -7,15 +7,15 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from opik.evaluation.metrics.score_result import ScoreResult
-from opik.evaluation.test_case import TestCase
-from opik.evaluation.test_result import TestResult
+from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.scoring import ExperimentScorer, run_experiment_scorers, score_chunk
 from opik_metrics.experiments.spans import collect_spans, tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredScore
 from opik_metrics.experiments.summary import ExperimentSummary, item_keys
+from opik_metrics.metrics.tracking import scoring_untracked
+from opik_metrics.experiments.experiment_results import one_test_result
 from opik_metrics.experiments.tasks import Task, prepare_chunk
 
 
@@ -57,15 +57,10 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
                                              for metric, r in results], share)
 
 
-def as_test_results(items: Sequence[StoredItem]) -> list[TestResult]:
+def as_test_results(items: Sequence[StoredItem]) -> list[Any]:
     """Opik TestResults from stored items, so experiment-level scorers run as under opik.evaluate."""
-    results = []
-    for item in items:
-        case = TestCase(trace_id=item.key, dataset_item_id=item.key, task_output=item.output or {},
-                        dataset_item_content=item.input, mapped_scoring_inputs={**item.input, **(item.output or {})})
-        scores = [_as_score_result(s) for s in item.scores.values()]
-        results.append(TestResult(test_case=case, score_results=scores, trial_id=0))
-    return results
+    return [one_test_result(item.key, item.input, item.output, [_as_score_result(s) for s in item.scores.values()])
+            for item in items]
 
 
 def _as_score_result(score: StoredScore) -> ScoreResult:
@@ -109,7 +104,7 @@ def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[An
     bar = tqdm(total=total, initial=total - len(todo), desc=f"scoring {name}", unit="item",
                disable=not progress)
     try:
-        with tracing_disabled():
+        with tracing_disabled(), scoring_untracked():
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start:start + chunk_size]
                 _run_chunk(store, exp_id, task, metrics, chunk)

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 import requests
 import urllib3.exceptions
 
+from opik_metrics.metrics.opik_settings import opik_settings
+
 HEALTH_TIMEOUT_S = 3.0
 SERVER_TIMEOUT_ENV = "OPIK_METRICS_SERVER_TIMEOUT"
 DEFAULT_SERVER_TIMEOUT_S = 30.0
@@ -48,9 +50,8 @@ class Backend:
 
 
 def _opik_config() -> Any:
-    import opik.config
-
-    return opik.config.OpikConfig()
+    """Opik's server settings, read without importing opik where it can be (``opik_settings``)."""
+    return opik_settings()
 
 
 def configured_by(cfg: Any) -> str | None:
@@ -131,6 +132,9 @@ def check_server(url: str, timeout: float = HEALTH_TIMEOUT_S, why: str = "", loc
     the words of the caller (``LOCAL_ADVICE``, ``CLI_LOCAL_ADVICE``, ``PUSH_ADVICE``)."""
     advice = f"Start the server or fix the URL (OPIK_URL_OVERRIDE, `opik configure`), {local_advice}."
     where = f"Opik server at {url}" + (f" ({why})" if why else "")
+    if not isinstance(url, str) or not url.strip().lower().startswith(("http://", "https://")):
+        raise OpikServerUnavailable(f"Opik server URL {url!r}" + (f" ({why})" if why else "")
+                                    + f" is not an http(s) URL. {advice}")
     try:
         status, body = _ping(ping_url(url), timeout)
     except (_PingTimeout, requests.Timeout):

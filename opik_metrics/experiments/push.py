@@ -22,14 +22,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import opik
-from opik import id_helpers
-from opik.api_objects.experiment.experiment_item import ExperimentItemReferences
-from opik.evaluation.metrics.score_result import ScoreResult
-from opik.exceptions import ExperimentNotFound
-from opik.types import BatchFeedbackScoreDict
+from _opik import ScoreResult   # opik.evaluation.metrics.score_result.ScoreResult, without importing opik
 from tqdm.auto import tqdm
 
 from opik_metrics.experiments.opik_datasets import insert_items
@@ -37,6 +32,10 @@ from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, c
                                                   server_errors)
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
 from opik_metrics.metrics.server_range import storable
+
+if TYPE_CHECKING:
+    import opik
+    from opik.types import BatchFeedbackScoreDict
 
 READBACK_SECONDS = 3.0       # how long the read-back waits for writes a server does not show at once
 _SHOWN = 5                   # item positions and score names the one-line summary names
@@ -113,6 +112,8 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _attachments(span: dict) -> list[opik.Attachment] | None:
+    import opik
+
     files = [a for a in span.get("attachments") or [] if Path(a["path"]).is_file()]
     return [opik.Attachment(data=a["path"], file_name=a["file_name"], content_type=a["content_type"])
             for a in files] or None
@@ -124,7 +125,7 @@ def sent_scores(item: StoredItem) -> set[str]:
 
 
 def _feedback(item: StoredItem, trace_id: str, names: set[str] | None = None) -> list[BatchFeedbackScoreDict]:
-    return [BatchFeedbackScoreDict(id=trace_id, name=s.name, value=s.value, reason=s.reason)
+    return [{"id": trace_id, "name": s.name, "value": s.value, "reason": s.reason}   # opik's BatchFeedbackScoreDict
             for s in item.scores.values()
             if not s.failed and s.value is not None and storable(s.value) and (names is None or s.name in names)]
 
@@ -220,6 +221,9 @@ def _experiment(client: Any, store: ExperimentStore, info: Any, target: str, dat
                 project_name: str | None, store_path: Path) -> tuple[Any, bool]:
     """(the experiment on the server, whether an earlier push created it): found by the id noted in
     the store, else created under an id noted first."""
+    from opik import id_helpers
+    from opik.exceptions import ExperimentNotFound
+
     record = store.push_record(info.id, target)
     if record is not None:
         try:
@@ -256,6 +260,10 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         backend = choose_backend("opik", local_advice=PUSH_ADVICE)    # push has no local way to offer
         target, url = backend.reason, backend.url
     remote_name = experiment_name or name
+    import opik     # only now: every check above (the store, the items, the server's health) is quick
+    from opik import id_helpers
+    from opik.api_objects.experiment.experiment_item import ExperimentItemReferences
+
     with server_errors(url, "connecting the Opik client"):
         if client is None:
             client = opik.Opik(project_name=project_name)

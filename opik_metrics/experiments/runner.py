@@ -10,7 +10,6 @@ from opik_metrics.core import facts_of
 from opik_metrics.experiments.experiment_config import experiment_config
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import run_local
-from opik_metrics.experiments.opik_runner import run_on_opik
 from opik_metrics.experiments.opik_server import Backend, choose_backend
 from opik_metrics.experiments.scoring import ExperimentScorer, experiment_scorers
 from opik_metrics.experiments.store import ExperimentStore
@@ -73,6 +72,8 @@ def run_experiment(
     full_config = experiment_config(dict(config or {}), metrics)
     parts = sorted(set().union(*(facts_of(m).part_names for m in metrics)))
     if chosen.kind == "opik":
+        from opik_metrics.experiments.opik_runner import run_on_opik    # imports opik: only for a server
+
         summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                            scorers=scorers, url=chosen.url, project_name=project_name,
                            chunk_size=chunk_size, progress=progress, task_threads=task_threads)

@@ -1,19 +1,19 @@
 """Traced task functions: each call is an Opik span (``@opik.track``) and, while the local store
 collects, also a plain record of the same span, so runs without a server keep their traces.
+opik is imported only when a span goes to Opik: a local run never pays ``import opik``.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import inspect
+import sys
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence
 
-import opik
-from opik import opik_context
-from opik.types import SpanType
+SpanType = Literal["general", "tool", "llm", "guardrail"]    # opik.types.SpanType
 
 _SINK: ContextVar[list | None] = ContextVar("opik_metrics_span_sink", default=None)
 _CURRENT: ContextVar[dict | None] = ContextVar("opik_metrics_current_span", default=None)
@@ -44,7 +44,16 @@ def traced(name: str, *, span_type: SpanType = "general", ignore_arguments: Sequ
     """``opik.track(name=...)`` that also records the span when ``collect_spans`` is active."""
 
     def decorate(fn: Callable) -> Callable:
-        tracked = opik.track(name=name, type=span_type, ignore_arguments=list(ignore_arguments) or None)(fn)
+        tracked_fn: list[Callable] = []
+
+        def tracked(*args: Any, **kwargs: Any) -> Any:
+            """``fn`` as an Opik span, opik imported on the first call that sends one."""
+            if not tracked_fn:
+                import opik
+
+                tracked_fn.append(opik.track(name=name, type=span_type,
+                                             ignore_arguments=list(ignore_arguments) or None)(fn))
+            return tracked_fn[0](*args, **kwargs)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,7 +65,7 @@ def traced(name: str, *, span_type: SpanType = "general", ignore_arguments: Sequ
                                       "metadata": {}, "attachments": [], "start_time": _now()}
             token = _CURRENT.set(record)
             try:
-                result = tracked(*args, **kwargs)
+                result = fn(*args, **kwargs)      # the local store collects with Opik's tracing off
                 record["output"] = result if isinstance(result, dict) else {"output": result}
                 return result
             except Exception as exc:
@@ -74,7 +83,10 @@ def traced(name: str, *, span_type: SpanType = "general", ignore_arguments: Sequ
 
 def report_span(*, metadata: dict | None = None, attachments: Sequence[AttachmentFile] = ()) -> None:
     """Add metadata and attachments to the current span: Opik's (when tracing) and the local record."""
-    if opik.is_tracing_active():
+    opik = sys.modules.get("opik")
+    if opik is not None and opik.is_tracing_active():
+        from opik import opik_context
+
         opik_context.update_current_span(
             metadata=metadata,
             attachments=[opik.Attachment(data=a.path, file_name=a.file_name, content_type=a.content_type)
@@ -100,7 +112,12 @@ def collect_spans() -> Iterator[list[dict]]:
 
 @contextlib.contextmanager
 def tracing_disabled() -> Iterator[None]:
-    """Turn Opik tracing off inside the block (no server: nothing is sent, nothing retried)."""
+    """Turn Opik tracing off inside the block (no server: nothing is sent, nothing retried); with
+    opik not loaded there is no tracing to turn off, and ``traced`` does not load it meanwhile."""
+    opik = sys.modules.get("opik")
+    if opik is None:
+        yield
+        return
     was_active = opik.is_tracing_active()
     opik.set_tracing_active(False)
     try:

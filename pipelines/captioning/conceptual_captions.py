@@ -119,11 +119,7 @@ def _tsv_lines(source: str, timeout: float) -> Iterator[bytes]:
             except (requests.RequestException, OSError, EOFError) as exc:
                 raise DatasetSourceError(f"the download of {source} broke off: {exc}") from None
         return
-    path = Path(source).expanduser()
-    if path.is_dir():
-        raise DatasetSourceError(f"TSV {source} is a directory: give the TSV file (caption<TAB>url lines)")
-    if not path.is_file():
-        raise DatasetSourceError(f"TSV file not found: {source}")
+    path = check_local_tsv(source)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as handle:
         yield from handle
@@ -202,6 +198,16 @@ def take(rows: Iterable[CaptionRow], limit: int | None = None, sample: bool = Fa
     return sorted(reservoir, key=lambda r: r.row)
 
 
+def check_local_tsv(source: str) -> Path:
+    """The TSV's path, or DatasetSourceError when it is not a file."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        raise DatasetSourceError(f"TSV {source} is a directory: give the TSV file (caption<TAB>url lines)")
+    if not path.is_file():
+        raise DatasetSourceError(f"TSV file not found: {source}")
+    return path
+
+
 def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
     """Exactly one dataset source and a sane limit, checked before anything heavy is loaded."""
     if (tsv is None) == (hf_dataset is None):
@@ -209,5 +215,7 @@ def check_source(tsv: str | None, hf_dataset: Any, limit: int | None) -> None:
                          f"dataset (--hf-dataset {HF_DATASET})")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    if tsv is not None and not _looks_like_url(tsv):
+        check_local_tsv(tsv)
     if isinstance(hf_dataset, str):
         require_datasets()
