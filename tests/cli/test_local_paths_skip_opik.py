@@ -36,14 +36,15 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def _run(command: list[str], env_updates: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, set[str]]:
+def _run(command: list[str], home: Path, env_updates: dict[str, str] | None = None) -> tuple[int, str, set[str]]:
     """(exit code, stdout and the non-importtime stderr, the top-level packages imported), run with
-    no Opik server configured (none in the environment, no config file) unless ``env_updates`` sets one."""
+    no Opik server configured (none in the environment, no config file) unless ``env_updates`` sets
+    one, in folder ``home``, which is also its HOME (caches land there)."""
     import os
 
     env = {k: v for k, v in os.environ.items() if k not in ("OPIK_URL_OVERRIDE", "OPIK_API_KEY")}
-    env = {**env, "OPIK_CONFIG_PATH": "", "HOME": str(Path(cwd or ".").resolve()), **(env_updates or {})}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    env = {**env, "OPIK_CONFIG_PATH": "", "HOME": str(home), **(env_updates or {})}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=home)
     imported, other = set(), []
     for line in done.stderr.splitlines():
         if line.startswith("import time:"):
@@ -54,16 +55,16 @@ def _run(command: list[str], env_updates: dict[str, str] | None = None, cwd: Pat
     return done.returncode, done.stdout + "\n".join(other), imported
 
 
-def _evaluate(name: str, store: Path | None, env: dict[str, str] | None = None) -> tuple[int, str, set[str]]:
+def _evaluate(name: str, store: Path | None, home: Path, env: dict[str, str] | None = None) -> tuple[int, str, set[str]]:
     code = EVALUATE.replace("**STORE", f"store={str(store)!r}" if store else "")
-    return _run([sys.executable, "-X", "importtime", "-c", code, name], env)
+    return _run([sys.executable, "-X", "importtime", "-c", code, name], home, env)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("store") / "experiments.sqlite"
     for name in ("base", "new"):
-        code, out, imported = _evaluate(name, path)
+        code, out, imported = _evaluate(name, path, path.parent)
         assert code == 0 and out.startswith("local 2"), out
         assert "opik" not in imported and "_opik" in imported, "the README's example imported opik"
     return path
@@ -77,7 +78,7 @@ def test_the_readme_example_without_a_server_never_imports_opik(store):
                                      ["compare", "base", "new", "-o", "{tmp}/report", "--resamples", "50"]],
                          ids=["list", "show", "compare"])
 def test_store_commands_never_import_opik(store, tmp_path, command):
-    code, out, imported = _run([*CLI, *[c.format(tmp=tmp_path) for c in command], "--store", str(store)])
+    code, out, imported = _run([*CLI, *[c.format(tmp=tmp_path) for c in command], "--store", str(store)], tmp_path)
     assert code == 0, out
     assert "opik" not in imported, out
 
@@ -87,7 +88,7 @@ def test_scoring_a_record_file_never_imports_opik(tmp_path):
     records.write_text("\n".join(json.dumps({"output": "a cat sat", "reference": "the cat sat"}) for _ in range(3)),
                        encoding="utf-8")
     code, out, imported = _run([*CLI, "score", "-i", str(records), "-o", str(tmp_path / "scores.jsonl"),
-                                "-m", "rouge", "-m", "bleu", "--no-progress"])
+                                "-m", "rouge", "-m", "bleu", "--no-progress"], tmp_path)
     assert code == 0, out
     assert "opik" not in imported
 
@@ -97,7 +98,7 @@ def test_captioning_into_the_store_never_imports_opik(tmp_path, image_server, ti
     tsv.write_text(offline.caption_tsv_text(offline.sample_rows(image_server, GOOD)), encoding="utf-8")
     code, out, imported = _run([*CLI, "caption", "--tsv", str(tsv), "--model", str(tiny_blip), "--experiment", "blip",
                                 "--store", str(tmp_path / "s.sqlite"), "-m", "bleu", "--max-length", "8", "--min-length", "2",
-                                "--num-beams", "1", "--no-progress"])
+                                "--num-beams", "1", "--no-progress"], tmp_path)
     assert code == 0, out
     assert "opik" not in imported and "torch" in imported
 
@@ -113,14 +114,14 @@ def test_errors_come_before_opik_and_torch(store, tmp_path, command, says):
     url = f"http://127.0.0.1:{_closed_port()}/api"
     code, out, imported = _run([*CLI, *command, *([] if "--opik" in command or "caption" in command
                                                    else ["--store", str(store)])],
-                               {"OPIK_URL_OVERRIDE": url}, cwd=tmp_path)
+                               tmp_path, {"OPIK_URL_OVERRIDE": url})
     errors = [line for line in out.splitlines() if line.startswith("opik-metrics: error:")]
     assert code == 2 and len(errors) == 1 and says in errors[0], out
     assert not {"opik", "torch"} & imported, imported & {"opik", "torch"}
 
 
-def test_evaluate_with_a_server_that_refuses_is_an_error_before_opik():
+def test_evaluate_with_a_server_that_refuses_is_an_error_before_opik(tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}/api"
-    code, out, imported = _evaluate("x", None, {"OPIK_URL_OVERRIDE": url})
+    code, out, imported = _evaluate("x", None, tmp_path, {"OPIK_URL_OVERRIDE": url})
     assert code != 0 and f"OpikServerUnavailable: Opik server at {url}" in out, out
     assert "opik" not in imported
