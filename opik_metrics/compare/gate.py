@@ -128,6 +128,14 @@ def _number(value: object, what: str) -> Optional[float]:
     return x
 
 
+def _p_value(value: object, what: str) -> Optional[float]:
+    """A p-value in [0, 1], or None for a missing one."""
+    p = _number(value, what)
+    if p is not None and not 0.0 <= p <= 1.0:
+        raise ValueError(f"{what} is {p!r}; a p-value lies in [0, 1]")
+    return p
+
+
 def _check_alpha(alpha: object) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1) (e.g. 0.05), got {alpha!r}")
@@ -185,7 +193,7 @@ def decide_score(name: str, higher_is_better: bool, delta: Optional[float], low:
         raise ValueError(f"higher_is_better of {name} must be a bool, got {higher_is_better!r}")
     delta, low, high = (_number(delta, f"{name}: delta"), _number(low, f"{name}: low"),
                         _number(high, f"{name}: high"))
-    p_raw, p_adjusted = _number(p_raw, f"{name}: p_raw"), _number(p_adjusted, f"{name}: p_adjusted")
+    p_raw, p_adjusted = _p_value(p_raw, f"{name}: p_raw"), _p_value(p_adjusted, f"{name}: p_adjusted")
     if margin is not None:
         return _by_margin(name, higher_is_better, delta, low, high, p_raw, margin, correction, no_verdict)
     why_untested = no_verdict or (None if delta is not None and p_adjusted is not None else "no paired test")
@@ -264,6 +272,8 @@ def decide(rows: Sequence[GateRow], mode: str = "worse", correction: str = "holm
     if unknown:
         raise ValueError(f"--margin names {', '.join(map(repr, unknown))}, which is not a gated score "
                          f"(gated: {', '.join(names)})")
+    for row in rows:
+        _p_value(row.p_raw, f"{row.name}: p_raw")
     tested = [row.name not in margins and row.no_verdict is None and _number(row.p_raw, f"{row.name}: p_raw")
               is not None and _number(row.delta, f"{row.name}: delta") is not None for row in rows]
     adjusted = adjust([row.p_raw if t else None for row, t in zip(rows, tested)], correction)

@@ -130,7 +130,7 @@ def test_lower_is_better_loss_reads_in_its_direction():
     (lambda: decide([_row(), _row()], "worse"), "gated twice"),
     (lambda: decide([_row()], "worse", margins={"bleu": 0.01}), "--margin names 'bleu', which is not a gated score"),
     (lambda: decide([_row()], "worse", margins={"rouge1_f1": -0.01}), "margin of rouge1_f1 must be a finite number"),
-    (lambda: decide([_row(p=2.0)], "worse"), r"p_values\[0\] is 2.0"),
+    (lambda: decide([_row(p=2.0)], "worse"), r"rouge1_f1: p_raw is 2.0; a p-value lies in \[0, 1\]"),
     (lambda: decide([_row(delta=math.inf)], "worse"), "rouge1_f1: delta is inf"),
     (lambda: decide(["rouge1_f1"], "worse"), r"rows\[0\] must be a GateRow"),
 ])

@@ -12,6 +12,7 @@ bank. Fixed seeds, so the counts are reproducible; bounds are binomial, computed
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -100,9 +101,9 @@ def _corpus_bleu(rows: np.ndarray) -> CorpusStatistic:
     return CorpusStatistic(rows.tolist(), bleu_from_statistics)
 
 
-def _simulated(rng: np.random.Generator, n: int, shift: float = 0.0) -> list[tuple[str, bool, np.ndarray, np.ndarray]]:
+def _simulated(rng: np.random.Generator, n: int) -> list[tuple[str, bool, np.ndarray, np.ndarray]]:
     """Three simulated scores per item (a BERTScore-like F1, a judge's 1-5 rating, a latency in seconds,
-    lower is better), both systems drawn from one distribution per item; ``shift`` moves nothing."""
+    lower is better), both systems drawn from one distribution per item."""
     difficulty = rng.beta(2.0, 2.0, n)
     f1 = [np.clip(0.6 + 0.3 * difficulty + rng.normal(0, 0.05, n), 0, 1) for _ in range(2)]
     rating = [np.clip(np.rint(1 + 4 * difficulty + rng.normal(0, 0.8, n)), 1, 5) for _ in range(2)]
@@ -207,7 +208,7 @@ def test_lower_is_better_scores_gate_in_their_direction():
         regressed = _row("corpus_ter", False, ter_base, ter_new, idx)
         improved = _row("corpus_ter", False, ter_new, ter_base, idx)
         # the same numbers read as higher-is-better would gate the other way round
-        as_if_higher = GateRow(**{**regressed.__dict__, "higher_is_better": True})
+        as_if_higher = dataclasses.replace(regressed, higher_is_better=True)
         assert not decide([regressed], "worse").passed
         assert decide([improved], "worse").passed and decide([improved], "not-better").passed
         assert decide([as_if_higher], "worse").passed and decide([as_if_higher], "not-better").passed
