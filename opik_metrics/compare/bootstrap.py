@@ -120,13 +120,23 @@ def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED) -> np.ndarray:
     """Bootstrap item indices, shape (n_resamples, n_items), drawn with replacement.
 
-    The same draw as sacrebleu's paired bootstrap for the same seed, so results are comparable.
+    The same draw as sacrebleu's paired bootstrap for the same seed (its one
+    ``default_rng(seed).choice(n_items, size=(n_resamples, n_items))``), so results are comparable.
+    Drawn a block of rows at a time from the one generator, which continues the same stream, into
+    int32 when the items allow: half the memory of the int64 draw and no second copy of it (100,000
+    items x 1,000 resamples: 381 MB instead of 763 MB, and never both).
     """
     n_items = _check_int(n_items, "n_items", 1)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
     seed = _check_int(seed, "seed", 0)
     rng = np.random.default_rng(seed)
-    return rng.choice(n_items, size=(n_resamples, n_items), replace=True)
+    dtype = np.int32 if n_items <= np.iinfo(np.int32).max else np.int64
+    out = np.empty((n_resamples, n_items), dtype=dtype)
+    step = _rows_per_chunk(n_items)
+    for start in range(0, n_resamples, step):
+        rows = min(step, n_resamples - start)
+        out[start:start + rows] = rng.choice(n_items, size=(rows, n_items), replace=True)
+    return out
 
 
 class MeanStatistic:

@@ -426,3 +426,15 @@ def test_results_are_plain_floats():
     result = paired_bootstrap(MeanStatistic([1, 2, 3]), MeanStatistic([2, 2, 4]), resample_indices(3, 10))
     for value in (*vars(interval).values(), result.baseline, result.delta_low, result.p_value):
         assert type(value) is float and math.isfinite(value)
+
+
+@pytest.mark.parametrize("n_items, n_resamples, chunk", [(7, 50, 3), (7, 50, 21), (10, 41, 20), (1, 5, 1), (13, 100, 1 << 22)])
+def test_indices_drawn_block_by_block_equal_one_draw(monkeypatch, n_items, n_resamples, chunk):
+    """Blocks of rows (odd and even sizes, a last short block) from one generator continue its
+    stream: the int32 matrix holds exactly sacrebleu's single int64 draw."""
+    monkeypatch.setattr(bootstrap, "_CHUNK_ELEMENTS", chunk)
+    for seed in (0, 12345):
+        idx = resample_indices(n_items, n_resamples, seed)
+        one_draw = np.random.default_rng(seed).choice(n_items, size=(n_resamples, n_items), replace=True)
+        assert idx.dtype == np.int32 and idx.shape == one_draw.shape
+        assert np.array_equal(idx, one_draw)
