@@ -109,16 +109,16 @@ def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, 
                  carriers: dict[str, list[str]], seen: dict[str, int], path: str) -> ItemRecord:
     """One row of a record file as an item (see ``from_records``)."""
     position = int(row["index"])
-    key = row.get(id_field)
-    if key is None:     # a record the run could not read: no id; a failed item of its own
-        key = f"(no id: record {position + 1})"
-    elif key in seen:
+    value = row.get(id_field)
+    # a record the run could not read has no id: a failed item of its own
+    key = f"(no id: record {position + 1})" if value is None else str(value)
+    if key in seen:
         raise RecordFileError(f"{path}: id {key!r} is on rows {seen[key] + 1} and {position + 1}; ids must be "
                               "unique to pair records")
-    seen[str(key)] = position
+    seen[key] = position
     kept = {c: row.get(c) for c in keep}
     output = {"output": kept[output_column]} if output_column in kept else {}
-    record = ItemRecord(key=str(key), position=position, input={id_field: key, **kept}, output=output)
+    record = ItemRecord(key=key, position=position, input={id_field: value, **kept}, output=output)
     reason = row.get("reason")
     values = {name: value for name, value in row.items() if name not in skip}
     if not any(value is not None for value in values.values()):

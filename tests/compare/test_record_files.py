@@ -172,3 +172,19 @@ def test_an_unknown_corpus_formula_in_a_files_metadata_is_refused_unloaded(tmp_p
     open(out, "w", encoding="utf-8").write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     with pytest.raises(UnknownFormula, match="'os:system'"):
         from_records(out)
+
+
+def test_a_record_file_with_an_id_twice_is_refused_and_an_unreadable_record_is_a_failed_item(tmp_path):
+    path = tmp_path / "in.jsonl"
+    good = [{"id": f"r{k}", "output": "a b c d", "reference": "a b c e"} for k in range(4)]
+    path.write_text(json.dumps(good[0]) + "\n{broken\n" + "".join(json.dumps(g) + "\n" for g in good[1:]))
+    out = tmp_path / "a.jsonl"
+    score_file(str(path), [BLEU(track=False)], output=str(out), progress=False)
+    run = from_records(str(out))
+    assert [item.key for item in run.items] == ["r0", "(no id: record 2)", "r1", "r2", "r3"]
+    assert run.items[1].failed and run.items[1].reason.startswith("line 2: not JSON")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    edited = [lines[0], *lines[1:], lines[-1].replace('"index": 4', '"index": 5')]    # r3 twice
+    out.write_text("\n".join(edited) + "\n", encoding="utf-8")
+    with pytest.raises(RecordFileError, match="a.jsonl: id 'r3' is on rows 5 and 6"):
+        from_records(str(out))
