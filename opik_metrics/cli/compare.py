@@ -1,5 +1,6 @@
 """``opik-metrics compare``: are the differences between experiments real? Reads them from the
-local store or an Opik server, writes an HTML report with plots and a JSON file, prints a summary.
+local store, an Opik server or record files (``score --output``), writes an HTML report with plots
+and a JSON file, prints a summary.
 """
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser.add_argument("names", nargs="+", metavar="NAME",
-                        help="experiments to compare (two or more); the first is the baseline")
+                        help="experiments to compare (two or more); the first is the baseline. An existing "
+                             ".jsonl or .parquet file is a record file written by `score --input ... --output` "
+                             "(read with no store and no server; its rows pair up by id); any other name is an "
+                             "experiment of the local store or the Opik server")
     source = parser.add_mutually_exclusive_group()
     add_store_argument(source)
     source.add_argument("--opik", action="store_true",
@@ -50,8 +54,26 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
-    """The named experiments from the chosen source, and that source in words (publishing from the
-    local store first checks that each experiment was pushed)."""
+    """The named experiments, and their source in words: record files by themselves (no store, no
+    server), else experiments from the chosen backend (publishing from the local store first
+    checks that each experiment was pushed)."""
+    from opik_metrics.compare.sources import from_records, is_record_file
+
+    files = [name for name in args.names if is_record_file(name)]
+    if not files:
+        return _load_named(args, args.names)
+    if len(files) < len(args.names):
+        other = next(name for name in args.names if name not in files)
+        raise ValueError(f"{other!r} is not a record file (an existing .jsonl or .parquet file) but {files[0]} is: "
+                         "record files pair their rows by id, stored experiments their items by content; "
+                         "compare record files with record files")
+    if args.publish or args.dry_run:
+        raise ValueError(f"--publish writes onto experiments on the Opik server; {files[0]} is a record file")
+    return [from_records(name) for name in files], "record files"
+
+
+def _load_named(args: argparse.Namespace, names: list[str]) -> tuple[list, str]:
+    """Experiments by name from the local store or the Opik server."""
     from opik_metrics.compare.sources import load_experiments
     from opik_metrics.experiments.opik_server import choose_backend
     from opik_metrics.experiments.store import ExperimentStore
@@ -62,13 +84,13 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
         import opik
 
         client = opik.Opik(project_name=args.project)
-        return load_experiments(args.names, client=client, project_name=args.project), backend.reason
+        return load_experiments(names, client=client, project_name=args.project), backend.reason
     with ExperimentStore(args.store, create=False) as store:
         if args.publish and not args.dry_run:
             from opik_metrics.compare.opik_publish import require_pushed
 
-            require_pushed(store, args.names)
-        return load_experiments(args.names, store=store), f"local store {store.path}"
+            require_pushed(store, names)
+        return load_experiments(names, store=store), f"local store {store.path}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -136,7 +158,8 @@ def register(subparsers: Any) -> None:
     """Add ``compare`` to the ``add_subparsers()`` object of the main parser."""
     parser = subparsers.add_parser(
         "compare", help="compare experiments: bootstrap intervals, paired significance, an HTML report",
-        description="Compare experiments item by item, from the local store or an Opik server: per-score "
+        description="Compare experiments item by item, from the local store, an Opik server or record files "
+                    "(`score --input ... --output` FILE.jsonl / FILE.parquet, paired by id): per-score "
                     "means with seeded bootstrap confidence intervals, paired bootstrap significance on "
                     "shared items (corpus BLEU recomputed on each resample), wins/ties/losses, the items that "
                     "differ most and failed items; writes DIR/index.html (plots) and DIR/comparison.json.")

@@ -134,7 +134,14 @@ def register(sub: Any) -> None:
                    help="read an input from another column: output=pred, reference=ref_a,ref_b (several "
                    "columns make the list of references), image=url (repeatable)")
     g.add_argument("--output", "-o", metavar="FILE", help="write one row per record to FILE (.parquet or .jsonl): "
-                   "index, every score, reason; a re-run with the same FILE resumes")
+                   "index, the record's id, kept columns, every score, reason, the statistics of corpus scores, "
+                   "and the metrics' facts as metadata (`opik-metrics compare A.parquet B.parquet` pairs two such "
+                   "files by id); a re-run with the same FILE resumes")
+    g.add_argument("--id-field", metavar="COLUMN",
+                   help="the column holding each record's id, unique, what pairs records across runs (default: "
+                   "id when the input has it; '' for none); written to --output as text")
+    g.add_argument("--keep", action="append", metavar="COLUMN",
+                   help="copy this column of each record to --output, as text (repeatable)")
     g.add_argument("--overwrite", action="store_true", help="start --output over instead of resuming it")
     g.add_argument("--chunk-size", type=int, default=1024, help="records scored at a time (default 1024)")
     g.add_argument("--engine", choices=["local", "ray"], default="local",

@@ -27,7 +27,7 @@ def score_records(args: argparse.Namespace) -> int:
         raise CLIError("--chunk-size and --workers must be positive")
     names = args.metric or ["rouge", "bleu"]
     try:
-        fields: FieldMap = parse_field_options(args.field)
+        fields: FieldMap = carried_fields(parse_field_options(args.field), args)
         source = open_source(args.input, args.input_format)
         references = None
         if wants_every_reference(names, args):
@@ -48,6 +48,19 @@ def score_records(args: argparse.Namespace) -> int:
         raise CLIError(nothing_scored(args.input, result, getattr(source, "header", None), args.output))
     _print(args, result)
     return 0
+
+
+def carried_fields(fields: Any, args: argparse.Namespace) -> Any:
+    """``fields`` with the id column (``--id-field``) and the kept columns (``--keep``)."""
+    from dataclasses import replace
+
+    keep = tuple(dict.fromkeys(c.strip() for c in getattr(args, "keep", None) or ()))
+    id_field = getattr(args, "id_field", None)
+    if any(not c for c in keep):
+        raise CLIError("--keep: give a column name")
+    if id_field is not None and id_field.strip() in keep:
+        raise CLIError(f"--keep {id_field.strip()}: it is the id column already (--id-field)")
+    return replace(fields, id_field=None if id_field is None else id_field.strip(), keep=keep)
 
 
 def nothing_scored(path: str, result: Any, header: list[str] | None, output: str | None) -> str:

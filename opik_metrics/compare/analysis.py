@@ -420,6 +420,7 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
             notes.append(f"{e.name}: its config records no metric facts (made by an older opik-metrics): its "
                          "scores are compared as higher-is-better and have no corpus scores")
     notes.extend(_whole_set_notes(experiments))
+    notes.extend(_one_sided_notes(experiments))
     for m in metrics:
         for e in experiments:
             entry = scores[m["name"]].get(e.name)
@@ -429,6 +430,23 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
                     and abs(entry["recorded"] - entry["value"]) > 1e-9 * max(1.0, abs(entry["value"])):
                 notes.append(f"{e.name}: {m['name']} recomputed from item statistics is {entry['value']:.6g}, "
                              f"the experiment recorded {entry['recorded']:.6g} (items differ, e.g. failed ones)")
+    return notes
+
+
+def _one_sided_notes(experiments: Sequence[ExperimentRecords], shown: int = 10) -> list[str]:
+    """Items of one experiment of a pair that the other lacks (by key: a record's id, a stored
+    item's content), counted and named: they are in no paired test, never paired by position."""
+    notes = []
+    for a, b in combinations(experiments, 2):
+        keys_a, keys_b = {item.key for item in a.items}, {item.key for item in b.items}
+        if not keys_a & keys_b:
+            continue            # nothing shared at all: ``unpaired`` says so
+        for one, other, keys in ((a, b, keys_b), (b, a, keys_a)):
+            alone = [item.key for item in one.items if item.key not in keys]
+            if alone:
+                names = ", ".join(alone[:shown]) + (f" and {len(alone) - shown} more" if len(alone) > shown else "")
+                notes.append(f"{len(alone)} item(s) of {one.name} are not in {other.name}, so they are in no paired "
+                             f"test of the two: {names}")
     return notes
 
 

@@ -28,7 +28,7 @@ class ItemRecord:
 
     def text(self) -> str:
         """The output text (``output`` field, else the whole output as JSON-ish text)."""
-        if self.output is None:
+        if not self.output:           # failed, or a record file that kept no output text
             return ""
         value = self.output.get("output", self.output)
         return value if isinstance(value, str) else str(value)

@@ -1,9 +1,11 @@
-"""Read experiments for comparison from the local store or, through its SDK, from an Opik
-server; both give the same ExperimentRecords, so the report is the same either way.
+"""Read experiments for comparison from the local store, from the record files ``opik-metrics
+score --input ... --output`` writes, or, through its SDK, from an Opik server; all give the same
+ExperimentRecords, so the report is the same whichever it came from.
 """
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Sequence
 
 from opik_metrics.core.numbers import is_number
@@ -12,6 +14,20 @@ from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord, check_formulas
 from opik_metrics.metrics.server_range import UNSENT_KEY
+from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
+from opik_metrics.streams.rows import statistics_column
+
+RECORD_FILE_SUFFIXES = tuple(OUTPUT_FORMATS)
+
+
+class RecordFileError(ValueError):
+    """A record file that cannot be compared (no metadata, no ids, a repeated id)."""
+
+
+def is_record_file(name: str) -> bool:
+    """Whether a name given to ``compare`` is a record file (an existing .jsonl or .parquet file)
+    rather than an experiment's name."""
+    return name.lower().endswith(RECORD_FILE_SUFFIXES) and os.path.isfile(name)
 
 
 def non_finite_kind(value: Any) -> str:
@@ -54,6 +70,74 @@ def from_store(store: ExperimentStore, name: str) -> ExperimentRecords:
                              status=info.status, config=info.config, items=items,
                              experiment_scores=dict(info.experiment_scores), experiment_score_metadata=corpus_meta,
                              score_metrics=score_metrics)
+
+
+def from_records(path: str) -> ExperimentRecords:
+    """The rows of a record file (``score --input ... --output``) as an experiment named ``path``:
+    each row an item keyed by its id, its scores, its statistics under the score that carries
+    them, and the metrics' facts from the file's metadata (so corpus scores are recomputed from
+    the statistics, as for a stored experiment). A file without metadata or ids, or with an id
+    twice, raises RecordFileError naming it."""
+    metadata = read_metadata(path)
+    if metadata is None:
+        raise RecordFileError(f"{path} has no opik-metrics metadata: it was not written by `opik-metrics score "
+                              "--input ... --output` (or by an older version); score its input again")
+    id_field = metadata.get("id_field")
+    if not isinstance(id_field, str) or not id_field:
+        raise RecordFileError(f"{path} has no record ids, so its rows cannot be paired with another run's: score "
+                              "its input again with --id-field COLUMN (or give its records an `id`)")
+    keep = [str(c) for c in metadata.get("keep") or []]
+    config: dict[str, Any] = {"metrics": metadata.get("metrics") or {}, "versions": metadata.get("versions") or {},
+              "input": metadata.get("input"), "id_field": id_field, "keep": keep,
+              "fields": metadata.get("fields") or {}}
+    check_formulas(path, config)       # a file someone else wrote: refused before reading rows
+    records = ExperimentRecords(name=path, source=f"record file {path}", dataset=f"records by {id_field}",
+                                status="finished", config=config, items=[])
+    score_metrics = {s.name: facts.metric for facts in records.facts.values() for s in facts.scores}
+    carriers = {statistics_column(facts.metric): sorted({c.carrier for c in facts.own_corpora})
+                for facts in records.facts.values() if facts.own_corpora}
+    output_column = ((config["fields"].get("output") or ["output"]) + ["output"])[0]
+    skip = {"index", "reason", id_field, *keep, *carriers}
+    seen: dict[str, int] = {}
+    for row in read_rows(path):
+        records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, seen, path))
+    records.score_metrics = score_metrics
+    return records
+
+
+def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, skip: set[str],
+                 carriers: dict[str, list[str]], seen: dict[str, int], path: str) -> ItemRecord:
+    """One row of a record file as an item (see ``from_records``)."""
+    position = int(row["index"])
+    value = row.get(id_field)
+    # a record the run could not read has no id: a failed item of its own
+    key = f"(no id: record {position + 1})" if value is None else str(value)
+    if key in seen:
+        raise RecordFileError(f"{path}: id {key!r} is on rows {seen[key] + 1} and {position + 1}; ids must be "
+                              "unique to pair records")
+    seen[key] = position
+    kept = {c: row.get(c) for c in keep}
+    output = {"output": kept[output_column]} if output_column in kept else {}
+    record = ItemRecord(key=key, position=position, input={id_field: value, **kept}, output=output)
+    reason = row.get("reason")
+    values = {name: value for name, value in row.items() if name not in skip}
+    if not any(value is not None for value in values.values()):
+        record.failed, record.stage = True, "scoring"
+        record.reason = reason or "no score recorded for this record"
+        return record
+    for name, value in values.items():
+        if value is None:
+            record.score_failures[name] = reason or "no value recorded"
+        elif is_number(value):
+            record.scores[name] = float(value)
+        else:
+            record.non_finite[name] = non_finite_kind(value)
+    for column, names in carriers.items():
+        statistics = row.get(column)
+        if statistics is not None:
+            for carrier in names:
+                record.metadata.setdefault(carrier, {})["statistics"] = list(statistics)
+    return record
 
 
 def opik_experiment(client: Any, name: str, project_name: str | None = None) -> Any:

@@ -59,7 +59,8 @@ class _RefScorer:
         self.source = source
         self.chunk_size = chunk_size
         facts = [facts_of(m) for m in self.scorer.metrics]
-        self.columns = columns(facts)
+        self.text = fields.carried
+        self.columns = columns(facts, self.text)
         self.facts = {FACTS_KEY: pickle.dumps(facts)} if _loads_model(factory) else None
 
     def __call__(self, batch: dict) -> Any:
@@ -73,7 +74,7 @@ class _RefScorer:
         rows: list[dict] = []
         for group in groups:
             rows += score_group(self.scorer, self.source, group, self.chunk_size)
-        table = rows_table(self.columns, rows)
+        table = rows_table(self.columns, rows, self.text)
         return table if self.facts is None else table.replace_schema_metadata(self.facts)
 
 

@@ -2,7 +2,7 @@
 sources read them, an engine scores them (this process, or Ray), a run writes one row per item,
 resumable, and aggregates the rows in index order."""
 from opik_metrics.streams.fields import FieldError, FieldMap, parse_field_options
-from opik_metrics.streams.output import OutputError, RunOutput, read_rows
+from opik_metrics.streams.output import OutputError, RunOutput, read_metadata, read_rows
 from opik_metrics.streams.processes import ProcessEngine
 from opik_metrics.streams.rows import Aggregator, RowMaker
 from opik_metrics.streams.run import (ChunkScorer, LocalEngine, StreamResult, StreamRun, read_references,
@@ -11,4 +11,4 @@ from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source, Sou
 
 __all__ = ["Aggregator", "BadRecord", "Chunk", "ChunkRef", "ChunkScorer", "FieldError", "FieldMap", "LocalEngine",
            "OutputError", "ProcessEngine", "RowMaker", "RunOutput", "Source", "SourceError", "StreamResult", "StreamRun",
-           "open_source", "parse_field_options", "read_references", "read_rows", "score_file", "score_source"]
+           "open_source", "parse_field_options", "read_metadata", "read_references", "read_rows", "score_file", "score_source"]

@@ -1,7 +1,9 @@
 """Which columns of a record file hold the scoring inputs: ``output``, ``reference`` (one column,
-or several whose values form the list of references) and ``image``."""
+or several whose values form the list of references) and ``image``; and which are carried to the
+output as they are: the record's id (what pairs records across runs) and columns to keep."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -28,6 +30,24 @@ class FieldMap:
     """Input name -> the record columns it is read from (``reference`` may list several)."""
 
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    id_field: str | None = None          # None: ``id`` when the input has it; "": no id
+    keep: tuple[str, ...] = ()           # columns copied to the output as text
+
+    @property
+    def carried(self) -> list[str]:
+        """The output columns taken from the record as they are: its id, then the kept ones."""
+        return [*([self.id_field] if self.id_field else []), *self.keep]
+
+    def carry(self, record: Mapping[str, Any]) -> dict[str, str | None]:
+        """The id and kept values of one record, as text (None where the record lacks one); the id
+        is checked before a run (``streams.ids``), so here a missing one is only None."""
+        out: dict[str, str | None] = {}
+        if self.id_field:
+            value = record.get(self.id_field)
+            out[self.id_field] = id_text(value) if _usable_id(value) else None
+        for name in self.keep:
+            out[name] = kept_text(record.get(name))
+        return out
 
     def column(self, name: str) -> tuple[str, ...]:
         return self.columns.get(name, (name,))
@@ -46,6 +66,32 @@ class FieldMap:
             values = [record[c] for c in cols]
             inputs[name] = values[0] if len(cols) == 1 else values
         return inputs
+
+
+def _usable_id(value: Any) -> bool:
+    return (isinstance(value, str) and value != "") or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def id_text(value: Any) -> str:
+    """A record's id as the output writes it: text as it is, an integer in decimal (so that ids
+    read from JSON, CSV and Parquet pair up)."""
+    return printable(value) if isinstance(value, str) else str(value)
+
+
+def kept_text(value: Any) -> str | None:
+    """A kept column's value as the output writes it: text as it is, anything else as its JSON
+    text (one type per column in every output format); None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return printable(value)
+
+
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate (from the item's own text) written as ``\\udXXX``, so
+    that every output format can hold it."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def parse_field_options(options: Sequence[str] | None) -> FieldMap:

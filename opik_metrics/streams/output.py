@@ -1,7 +1,8 @@
 """Where a streamed run's rows go: parts written one by one (each complete, renamed into place),
 so that a killed run resumes from what it kept; at the end they are merged, in index order,
 into the output file (JSON Lines or Parquet), beside ``<output>.run.json`` (what made it, the
-aggregates)."""
+aggregates). The output file carries its own metadata (the metrics' facts and signatures, the
+id column): Parquet key-value metadata, or a JSON Lines file's first line."""
 from __future__ import annotations
 
 import json
@@ -15,6 +16,8 @@ from opik_metrics.core import MetricFacts
 from opik_metrics.streams.rows import statistics_column
 
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+METADATA_KEY = "opik_metrics.records"      # Parquet metadata key, and the one key of a JSONL header line
+RECORDS_SCHEMA = "opik-metrics/records/1"
 
 
 class OutputError(ValueError):
@@ -28,11 +31,34 @@ def output_format(path: str) -> str:
     return fmt
 
 
-def columns(facts: Sequence[MetricFacts]) -> list[str]:
-    """Output columns: index, every score the metrics state, reason, summable statistics."""
+def columns(facts: Sequence[MetricFacts], carried: Sequence[str] = ()) -> list[str]:
+    """Output columns: index, the columns carried from the records (id, kept ones), every score
+    the metrics state, reason, summable statistics. A carried column named like another is
+    refused (OutputError)."""
     scores = list(dict.fromkeys(s.name for f in facts for s in f.scores))
     stats = [statistics_column(f.metric) for f in facts if f.own_corpus is not None]
-    return ["index", *scores, "reason", *stats]
+    taken = {"index", "reason", *scores, *stats}
+    for name in carried:
+        if name in taken:
+            raise OutputError(f"column {name!r} (--id-field or --keep) is also an output column of its own "
+                              f"({'a score' if name in scores else 'index, reason or statistics'}); "
+                              "it cannot be kept under that name")
+        taken.add(name)
+    return ["index", *carried, *scores, "reason", *stats]
+
+
+def records_metadata(facts: Sequence[MetricFacts], id_field: str, keep: Sequence[str], fields: dict,
+                     input_path: str) -> dict[str, Any]:
+    """What a record file says of itself: its schema, the id column ("" when none), the kept
+    columns, the input columns read, and each metric's facts (signature included) as an
+    experiment's config records them, so that a comparison reads it as it reads a stored run."""
+    from opik_metrics.experiments.experiment_config import package_versions
+
+    return {"schema": RECORDS_SCHEMA, "id_field": id_field, "keep": list(keep), "fields": fields,
+            "input": os.path.basename(input_path),
+            "metrics": {f.metric: f.as_dict() for f in facts},
+            "signatures": {f.metric: str(f.signature) for f in facts if f.signature is not None},
+            "versions": package_versions()}
 
 
 class RunOutput:
@@ -51,6 +77,7 @@ class RunOutput:
         self.record = Path(f"{path}.run.json")
         self.run: dict[str, Any] | None = None
         self.columns: list[str] | None = None
+        self.text: list[str] = []          # columns of text carried from the records
         self.overwrite = overwrite
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self._buffer: list[Any] = []      # batches: lists of row dicts, or Arrow tables
@@ -76,11 +103,13 @@ class RunOutput:
         """Whether this run starts from the first record: ``overwrite``, or nothing kept here."""
         return self.overwrite or not (self.path.exists() or self.record.exists() or self.parts.exists())
 
-    def bind(self, run: dict[str, Any], columns: Sequence[str] | None) -> None:
-        """Name the run and its columns once known. With ``overwrite`` the earlier output goes
-        now (not before: a run that fails to start keeps it); else kept parts of a different
-        run, or a file opik-metrics did not write, are refused (OutputError)."""
+    def bind(self, run: dict[str, Any], columns: Sequence[str] | None, text: Sequence[str] = ()) -> None:
+        """Name the run and its columns once known (``text``: those carried from the records).
+        With ``overwrite`` the earlier output goes now (not before: a run that fails to start
+        keeps it); else kept parts of a different run, or a file opik-metrics did not write, are
+        refused (OutputError)."""
         self.run, self.columns = run, list(columns) if columns is not None else None
+        self.text = list(text)
         if self.overwrite:
             self.discard()
         self._check_same_run()
@@ -180,7 +209,7 @@ class RunOutput:
         first, last = first_index(self._buffer[0]), last_index(self._buffer[-1]) + 1
         name = f"part-{first:012d}-{last:012d}"
         if self.columns is not None and _arrow() is not None:   # 5x cheaper to write and read back than JSON
-            _write_arrow_part(self.parts / f"{name}.arrow", self.columns, self._buffer)
+            _write_arrow_part(self.parts / f"{name}.arrow", self.columns, self._buffer, self.text)
         else:
             rows = [row for piece in self._buffer for row in batch_rows(piece)]
             _write_atomically(self.parts / f"{name}.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
@@ -223,10 +252,11 @@ class RunOutput:
                     kept.append(row)
             yield kept
 
-    def merge(self, facts: Sequence[MetricFacts], aggregator: Any) -> None:
-        """Write the kept rows, in order, as the output file in the metrics' columns, adding each
-        to ``aggregator`` on the way (tables whole: ``Aggregator.add_table``)."""
-        cols = columns(facts)
+    def merge(self, facts: Sequence[MetricFacts], aggregator: Any, metadata: dict[str, Any] | None = None) -> None:
+        """Write the kept rows, in order, as the output file in the run's columns, adding each
+        to ``aggregator`` on the way (tables whole: ``Aggregator.add_table``); ``metadata`` goes
+        into the Parquet file's key-value metadata, or as a JSON Lines file's first line."""
+        cols = self.columns if self.columns is not None else columns(facts)
         tmp = self.path.with_name(self.path.name + ".tmp")
 
         def counted() -> Iterator[Any]:
@@ -240,11 +270,13 @@ class RunOutput:
 
         if self.format == "jsonl":
             with open(tmp, "w", encoding="utf-8") as f:
+                if metadata is not None:
+                    f.write(json.dumps({METADATA_KEY: metadata}) + "\n")
                 for batch in counted():
                     for row in batch_rows(batch):
                         f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
         else:
-            _write_parquet(tmp, cols, counted())
+            _write_parquet(tmp, cols, counted(), metadata=metadata, text=self.text)
         os.replace(tmp, self.path)
 
     def finish(self, record: dict[str, Any]) -> None:
@@ -257,18 +289,23 @@ class RunOutput:
         self.close()
 
 
-def _write_parquet(path: Path, cols: list[str], batches: Iterator[Any], group: int = 65536) -> None:
-    """Batches (tables or lists of row dicts) as one Parquet file in row groups of ``group`` rows."""
+def _write_parquet(path: Path, cols: list[str], batches: Iterator[Any], group: int = 65536, *,
+                   metadata: dict[str, Any] | None = None, text: Sequence[str] = ()) -> None:
+    """Batches (tables or lists of row dicts) as one Parquet file in row groups of ``group`` rows,
+    ``metadata`` (JSON) under ``METADATA_KEY`` in its key-value metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with pq.ParquetWriter(str(path), arrow_schema(cols)) as writer:
+    schema = arrow_schema(cols, text)
+    if metadata is not None:
+        schema = schema.with_metadata({METADATA_KEY: json.dumps(metadata)})
+    with pq.ParquetWriter(str(path), schema) as writer:
         held: list[Any] = []
         count = 0
         for batch in batches:
             if not batch_size(batch):
                 continue
-            held.append(_as_table(cols, batch))
+            held.append(_as_table(cols, batch, text))
             count += held[-1].num_rows
             if count >= group:
                 table = pa.concat_tables(held)
@@ -292,10 +329,11 @@ def arrow_available() -> bool:
     return _arrow() is not None
 
 
-def rows_table(cols: Sequence[str], rows: Sequence[dict]) -> Any:
-    """Rows as an Arrow table of the output's columns (a missing score is null)."""
+def rows_table(cols: Sequence[str], rows: Sequence[dict], text: Sequence[str] = ()) -> Any:
+    """Rows as an Arrow table of the output's columns (a missing score is null; ``text``: the
+    columns carried from the records)."""
     pa = _arrow()
-    schema = arrow_schema(cols)
+    schema = arrow_schema(cols, text)
     return pa.Table.from_arrays([pa.array([row.get(c) for row in rows], type=schema.field(c).type) for c in cols],
                                 schema=schema)
 
@@ -327,18 +365,18 @@ def last_index(batch: Any) -> int:
     return batch.column("index")[-1].as_py() if is_table(batch) else batch[-1]["index"]
 
 
-def _as_table(cols: Sequence[str], batch: Any) -> Any:
+def _as_table(cols: Sequence[str], batch: Any, text: Sequence[str] = ()) -> Any:
     """A batch as a table of exactly the output's columns and types."""
     if not is_table(batch):
-        return rows_table(cols, batch)
-    schema = arrow_schema(cols)
+        return rows_table(cols, batch, text)
+    schema = arrow_schema(cols, text)
     return batch if batch.schema.equals(schema) else batch.select(list(cols)).cast(schema)
 
 
-def _write_arrow_part(path: Path, cols: Sequence[str], batches: Sequence[Any]) -> None:
+def _write_arrow_part(path: Path, cols: Sequence[str], batches: Sequence[Any], text: Sequence[str] = ()) -> None:
     """Batches (row dicts or tables) as one Arrow IPC file, written whole and renamed into place."""
     pa = _arrow()
-    tables = [_as_table(cols, batch) for batch in batches]
+    tables = [_as_table(cols, batch, text) for batch in batches]
     table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     tmp = path.with_name(path.name + ".tmp")
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -401,25 +439,54 @@ def _read_arrow_table(path: Path) -> Any:
         return pa.ipc.open_file(source).read_all()
 
 
-def arrow_schema(cols: Sequence[str]) -> Any:
-    """The Arrow types of output columns: index int64, reason string, statistics lists, scores float64."""
+def arrow_schema(cols: Sequence[str], text: Sequence[str] = ()) -> Any:
+    """The Arrow types of output columns: index int64, reason and the ``text`` columns (carried
+    from the records) string, statistics lists, scores float64."""
     import pyarrow as pa
 
-    types = {"index": pa.int64(), "reason": pa.string()}
+    types = {"index": pa.int64(), "reason": pa.string(), **{name: pa.string() for name in text}}
     return pa.schema([(c, types.get(c, pa.list_(pa.float64()) if c.startswith("statistics.") else pa.float64()))
                       for c in cols])
 
 
 def read_rows(path: str) -> Iterator[dict]:
-    """The rows of an output file written by a run, in order."""
+    """The rows of an output file written by a run, in order (a JSON Lines file's metadata line
+    is not a row)."""
     if output_format(path) == "jsonl":
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                yield json.loads(line)
+            for number, line in enumerate(f):
+                row = json.loads(line)
+                if number == 0 and _is_header(row):
+                    continue
+                yield row
     else:
         import pyarrow.parquet as pq
         for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
             yield from batch.to_pylist()
+
+
+def read_metadata(path: str) -> dict[str, Any] | None:
+    """The metadata a run wrote into its output file (``records_metadata``), or None when the
+    file has none (written by an older opik-metrics, or by something else)."""
+    if output_format(path) == "jsonl":
+        with open(path, encoding="utf-8") as f:
+            first = f.readline()
+        try:
+            head = json.loads(first) if first.strip() else None
+        except ValueError:
+            return None
+        return head[METADATA_KEY] if head is not None and _is_header(head) else None
+    import pyarrow.parquet as pq
+
+    found = (pq.read_schema(path).metadata or {}).get(METADATA_KEY.encode())
+    if found is None:
+        return None
+    value = json.loads(found)
+    return value if isinstance(value, dict) else None
+
+
+def _is_header(row: Any) -> bool:
+    return isinstance(row, dict) and len(row) == 1 and isinstance(row.get(METADATA_KEY), dict)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -41,8 +41,8 @@ def _start(factory: MetricFactory, source: Source, fields: FieldMap, chunk_size:
     from opik_metrics.streams.run import ChunkScorer
 
     scorer = ChunkScorer(factory(), fields)
-    cols = columns([facts_of(m) for m in scorer.metrics]) if arrow_available() else None
-    _worker.update(scorer=scorer, source=source, chunk_size=chunk_size, columns=cols)
+    cols = columns([facts_of(m) for m in scorer.metrics], fields.carried) if arrow_available() else None
+    _worker.update(scorer=scorer, source=source, chunk_size=chunk_size, columns=cols, text=fields.carried)
 
 
 def _score(ref: ChunkRef) -> Any:
@@ -52,7 +52,7 @@ def _score(ref: ChunkRef) -> Any:
     if _worker["columns"] is None:
         return rows
     from opik_metrics.streams.output import rows_table
-    return rows_table(_worker["columns"], rows)
+    return rows_table(_worker["columns"], rows, _worker["text"])
 
 
 class ProcessEngine:

@@ -8,6 +8,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from opik_metrics.core import MetricFacts, facts_of, resolve_formula
+from opik_metrics.streams.fields import printable
 
 STATISTICS_PREFIX = "statistics."
 _WHERE = re.compile(r"^(?:item|line|row|rows) \d+(?:-\d+)?[,:] ")   # "item 3, ", "row 11: ": where, not why
@@ -55,17 +56,12 @@ class RowMaker:
         return {"index": index, "reason": printable(reason)}
 
 
-def printable(text: str) -> str:
-    """``text`` with any lone surrogate (from the item's own text) written as ``\\udXXX``, so
-    that every output format can hold it."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 class Aggregator:
     """Means and corpus scores from rows added in index order (sums are order-sensitive in
     floating point, so every engine adds them in the same order)."""
 
-    def __init__(self, facts: Sequence[MetricFacts]) -> None:
+    def __init__(self, facts: Sequence[MetricFacts], carried: Sequence[str] = ()) -> None:
+        """``carried``: the columns copied from the records (id, kept ones): not scores."""
         self.facts = list(facts)
         self.rows = 0
         self.unscored = 0
@@ -77,7 +73,7 @@ class Aggregator:
         self._stat_columns = [(f.metric, statistics_column(f.metric)) for f in self.facts if f.own_corpus is not None]
         self._totals: dict[str, list[float]] = {}     # summed statistics (what Statistics.__add__ does, unboxed)
         self._stat_counts: dict[str, int] = {}
-        self._skip = {"index", "reason", *(column for _, column in self._stat_columns)}
+        self._skip = {"index", "reason", *carried, *(column for _, column in self._stat_columns)}
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows += 1

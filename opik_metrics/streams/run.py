@@ -18,7 +18,8 @@ from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.scoring import score_chunk
 from opik_metrics.streams.fields import FieldMap
-from opik_metrics.streams.output import RunOutput, batch_rows, batch_size, columns, first_index
+from opik_metrics.streams.ids import check_records, with_default_id
+from opik_metrics.streams.output import RunOutput, batch_rows, batch_size, columns, first_index, records_metadata
 from opik_metrics.streams.rows import Aggregator, RowMaker
 from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source
 
@@ -76,7 +77,12 @@ class ChunkScorer:
                 rows[k] = RowMaker.bad_row(index, str(exc))
         for (k, _), results in zip(good, score_chunk(self.metrics, [x for _, x in good])):
             rows[k] = self.rows.row(chunk.first + k, results)
-        return rows  # type: ignore[return-value]
+        made: list[dict[str, Any]] = rows  # type: ignore[assignment]     # every record has its row now
+        if self.fields.carried:
+            for k, record in enumerate(chunk.records):
+                carried = self.fields.carry(record) if isinstance(record, dict) else {}
+                made[k] = {"index": made[k]["index"], **carried, **made[k]}
+        return made
 
 
 class Engine(Protocol):
@@ -142,7 +148,8 @@ class StreamRun:
         stat = os.stat(self.source.path)
         return {"input": os.path.abspath(self.source.path), "input_size": stat.st_size,
                 "input_mtime_ns": stat.st_mtime_ns, "format": self.source.format,
-                "fields": self.fields.as_dict(), "metrics": signatures}
+                "fields": self.fields.as_dict(), "id_field": self.fields.id_field or "",
+                "keep": list(self.fields.keep), "metrics": signatures}
 
     def execute(self) -> StreamResult:
         out = None
@@ -150,6 +157,9 @@ class StreamRun:
             out = RunOutput(self.output, None, overwrite=self.overwrite, flush_rows=self.flush_rows,
                             input_path=self.source.path)
         try:
+            if self.output is not None:        # an output file pairs by id: ``id`` unless told otherwise
+                self.fields = with_default_id(self.source, self.fields)
+            check_records(self.source, self.fields, self.chunk_size)   # before any scoring
             return self._execute(out)
         finally:
             if out is not None:
@@ -166,7 +176,7 @@ class StreamRun:
             first = next(stream, None) if stream is not None else None
             facts = self.engine.facts()
             signatures = {f.metric: str(f.signature) for f in facts}
-            aggregator = Aggregator(facts)
+            aggregator = Aggregator(facts, self.fields.carried)
             if out is None and stream is None:
                 stream = self._scored(0)
             scored = itertools.chain([] if first is None else [first], stream or ())
@@ -178,7 +188,7 @@ class StreamRun:
                         aggregator.add(row)
                     rows.extend(batch)
                 return self._result(aggregator, signatures, rows=rows)
-            out.bind(self.run_key(signatures), columns(facts))
+            out.bind(self.run_key(signatures), columns(facts, self.fields.carried), self.fields.carried)
             return self._write(out, facts, signatures, aggregator, scored if early else None)
         finally:
             if stream is not None:
@@ -206,7 +216,8 @@ class StreamRun:
             if isinstance(scored, Generator):
                 scored.close()     # a stream started here (one started earlier: its caller closes it)
 
-        out.merge(facts, aggregator)
+        out.merge(facts, aggregator, records_metadata(facts, self.fields.id_field or "", self.fields.keep,
+                                                      self.fields.as_dict(), self.source.path))
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
         out.finish({"aggregate": result.aggregate, "counts": result.counts, "items": result.items,
                     "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})

@@ -59,6 +59,20 @@ def test_text_metrics_on_ray_equal_the_local_run(tmp_path, writer, fields, actor
     assert on_ray.signatures == local.signatures
 
 
+@pytest.mark.parametrize("actors", [False, True])
+def test_ids_and_kept_columns_on_ray_equal_the_local_run(tmp_path, actors):
+    items = [{"id": 1000 + k, "note": {"k": k}, **item} for k, item in enumerate(ITEMS[:300])]
+    path = str(write_jsonl(tmp_path / "in.jsonl", items))
+    fields = FieldMap(keep=("note",))
+    local = score_file(path, TEXT(), fields=fields, output=str(tmp_path / "local.parquet"), chunk_size=50,
+                       progress=False)
+    on_ray = score_file(path, output=str(tmp_path / "ray.parquet"), fields=fields, chunk_size=50, progress=False,
+                        engine=RayEngine(TEXT, workers=2, actors=actors))
+    rows = list(read_rows(str(tmp_path / "ray.parquet")))
+    assert rows == list(read_rows(str(tmp_path / "local.parquet"))) and on_ray.aggregate == local.aggregate
+    assert [(r["id"], json.loads(r["note"])) for r in rows] == [(str(i["id"]), i["note"]) for i in items]
+
+
 def test_bertscore_on_an_actor_pool_equals_the_local_run(tmp_path, tiny_bert):
     recipe = MetricRecipe.of([("bertscore", {"model": tiny_bert, "num_layers": 2, "track": False})])
     path = str(write_jsonl(tmp_path / "in.jsonl", ITEMS[:300]))

@@ -115,3 +115,18 @@ def test_a_table_aggregates_as_its_rows_do():
     assert all((math.isnan(a[k]) and math.isnan(b[k])) or a[k] == b[k] for k in a)
     assert (by_rows.rows, by_rows.unscored, by_rows.counts()) == (by_tables.rows, by_tables.unscored, by_tables.counts())
     assert by_rows.unscored >= 2
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_ids_and_kept_columns_from_two_processes_equal_one(tmp_path, suffix):
+    items = [{"id": f"r{k}", "extra": [k, "x"], **item} for k, item in enumerate(ITEMS)]
+    path = str(write_jsonl(tmp_path / "in.jsonl", items))
+    fields = FieldMap(keep=("extra", "output"))
+    one = score_file(path, RECIPE(), fields=fields, output=str(tmp_path / f"one.{suffix}"), chunk_size=40,
+                     progress=False)
+    two = score_file(path, fields=fields, output=str(tmp_path / f"two.{suffix}"), chunk_size=40, progress=False,
+                     engine=ProcessEngine(RECIPE, workers=2))
+    rows = list(read_rows(str(tmp_path / f"two.{suffix}")))
+    assert rows == list(read_rows(str(tmp_path / f"one.{suffix}"))) and two.aggregate == one.aggregate
+    assert [(r["id"], r["extra"], r["output"]) for r in rows] == [(i["id"], f'[{k}, "x"]', i["output"])
+                                                                  for k, i in enumerate(items)]

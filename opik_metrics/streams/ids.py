@@ -1,0 +1,83 @@
+"""Record ids, checked before a run scores anything: the column that holds them (``id`` when the
+input has one, unless named), present in every readable record, text or an integer, and unique;
+so that a comparison pairs the output's rows by id, never by position."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from opik_metrics.streams.fields import FieldError, FieldMap, id_text
+from opik_metrics.streams.sources import BadRecord, CsvSource, ParquetSource, Source
+
+DEFAULT_ID = "id"
+_PLACE = {"jsonl": "line", "csv": "data row", "parquet": "row"}
+
+
+def place(source: Source, index: int) -> str:
+    """Where record ``index`` is, in the words of its format (``line 4 of in.jsonl``)."""
+    return f"{_PLACE.get(source.format, 'record')} {index + 1} of {source.path}"
+
+
+def with_default_id(source: Source, fields: FieldMap) -> FieldMap:
+    """``fields`` with its id column decided: the one named, else ``id`` when the input has that
+    column (a CSV header, a Parquet schema, the first readable JSONL record), else none ("")."""
+    if fields.id_field is not None:
+        return fields
+    return replace(fields, id_field=DEFAULT_ID if DEFAULT_ID in _first_columns(source) else "")
+
+
+def _first_columns(source: Source) -> list[str]:
+    if isinstance(source, CsvSource):
+        return list(source.header)
+    if isinstance(source, ParquetSource):
+        import pyarrow.parquet as pq
+        return list(pq.read_schema(source.path).names)
+    for chunk in source.chunks(64):
+        for record in chunk.records:
+            if isinstance(record, dict):
+                return list(record)
+    return []
+
+
+def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> int:
+    """Read every record's id and kept columns once, before scoring: FieldError naming the record
+    whose id is missing, empty or neither text nor an integer, the id two records share, or a
+    kept column no record has. Unreadable records are left to the run (their rows say why, with
+    no id). Returns how many ids were checked."""
+    if not fields.id_field and not fields.keep:
+        return 0
+    wanted = fields.carried
+    if isinstance(source, ParquetSource):          # only the columns checked are read
+        source = ParquetSource(source.path, columns=wanted)
+    seen: dict[str, int] = {}
+    kept_seen: set[str] = set()
+    name = fields.id_field
+    for chunk in source.chunks(chunk_size):
+        for k, record in enumerate(chunk.records):
+            if isinstance(record, BadRecord):
+                continue
+            index = chunk.first + k
+            kept_seen.update(c for c in fields.keep if c in record)
+            if not name:
+                continue
+            key = _id_of(record, name, source, index)
+            first = seen.setdefault(key, index)
+            if first != index:
+                raise FieldError(f"id {key!r} is held by {place(source, first)} and {place(source, index)}: "
+                                 f"ids must be unique to pair records (choose another column with --id-field)")
+    missing = [c for c in fields.keep if c not in kept_seen]
+    if missing:
+        raise FieldError(f"--keep {missing[0]}: no record of {source.path} has a column {missing[0]!r}")
+    return len(seen)
+
+
+def _id_of(record: dict, name: str, source: Source, index: int) -> str:
+    if name not in record:
+        raise FieldError(f"{place(source, index)}: no id column {name!r} (every record needs an id to be paired; "
+                         "name the column with --id-field, or --id-field '' for no ids)")
+    value: Any = record[name]
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        shown = ("empty" if value == "" else "null" if value is None
+                 else f"{type(value).__name__} {value!r}"[:80])
+        raise FieldError(f"{place(source, index)}: id {name!r} is {shown}; an id is non-empty text or an integer")
+    return id_text(value)
