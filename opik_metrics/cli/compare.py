@@ -54,43 +54,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
-    """The named experiments, and their source in words: record files by themselves (no store, no
-    server), else experiments from the chosen backend (publishing from the local store first
-    checks that each experiment was pushed)."""
-    from opik_metrics.compare.sources import from_records, is_record_file
+    """The named experiments (record files, the local store or the Opik server), and their source in words."""
+    from opik_metrics.compare.sources import load_compared
 
-    files = [name for name in args.names if is_record_file(name)]
-    if not files:
-        return _load_named(args, args.names)
-    if len(files) < len(args.names):
-        other = next(name for name in args.names if name not in files)
-        raise ValueError(f"{other!r} is not a record file (an existing .jsonl or .parquet file) but {files[0]} is: "
-                         "record files pair their rows by id, stored experiments their items by content; "
-                         "compare record files with record files")
-    if args.publish or args.dry_run:
-        raise ValueError(f"--publish writes onto experiments on the Opik server; {files[0]} is a record file")
-    return [from_records(name) for name in files], "record files"
-
-
-def _load_named(args: argparse.Namespace, names: list[str]) -> tuple[list, str]:
-    """Experiments by name from the local store or the Opik server."""
-    from opik_metrics.compare.sources import load_experiments
-    from opik_metrics.experiments.opik_server import choose_backend
-    from opik_metrics.experiments.store import ExperimentStore
-
-    backend = choose_backend("local" if args.store else ("opik" if args.opik else "auto"),
-                             local_advice="or pass --store PATH to compare experiments of the local store")
-    if backend.kind == "opik":
-        import opik
-
-        client = opik.Opik(project_name=args.project)
-        return load_experiments(names, client=client, project_name=args.project), backend.reason
-    with ExperimentStore(args.store, create=False) as store:
-        if args.publish and not args.dry_run:
-            from opik_metrics.compare.opik_publish import require_pushed
-
-            require_pushed(store, names)
-        return load_experiments(names, store=store), f"local store {store.path}"
+    return load_compared(args.names, store=args.store, opik=args.opik, project_name=args.project,
+                         publishing=args.publish or args.dry_run, check_pushed=args.publish and not args.dry_run,
+                         local_advice="or pass --store PATH to compare experiments of the local store")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -259,3 +259,41 @@ def load_experiments(names: Sequence[str], *, store: ExperimentStore | None = No
         return [from_opik(client, name, project_name) for name in names]
     assert store is not None
     return [from_store(store, name) for name in names]
+
+
+def load_compared(names: Sequence[str], *, store: str | os.PathLike | None = None, opik: bool = False,
+                  project_name: str | None = None, publishing: bool = False, check_pushed: bool = False,
+                  local_advice: str = 'or pass store=PATH to compare experiments of the local store'
+                  ) -> tuple[list[ExperimentRecords], str]:
+    """The named experiments and their source in words. Record files (existing ``.jsonl`` /
+    ``.parquet`` files that ``score --output`` wrote) are read by themselves, with no store and no
+    server; other names are experiments of the local store (``store``, or the default store when no
+    server is configured) or of the Opik server (``opik``, or the configured one). ``publishing``
+    (into Opik, or its dry run) refuses record files; ``check_pushed`` checks that stored
+    experiments were pushed."""
+    from opik_metrics.experiments.opik_server import choose_backend
+
+    files = [name for name in names if is_record_file(name)]
+    if files:
+        if len(files) < len(names):
+            other = next(name for name in names if name not in files)
+            raise ValueError(f"{other!r} is not a record file (an existing .jsonl or .parquet file) but {files[0]} "
+                             "is: record files pair their rows by id, stored experiments their items by content; "
+                             "compare record files with record files")
+        if publishing:
+            raise ValueError(f"--publish writes onto experiments on the Opik server; {files[0]} is a record file")
+        return [from_records(name) for name in files], "record files"
+    if store is not None and opik:
+        raise ValueError("give one source: a local store or the Opik server, not both")
+    backend = choose_backend("local" if store is not None else ("opik" if opik else "auto"), local_advice=local_advice)
+    if backend.kind == "opik":
+        import opik as opik_sdk     # only for a server: reading the store or files never loads opik
+
+        client = opik_sdk.Opik(project_name=project_name)
+        return load_experiments(names, client=client, project_name=project_name), backend.reason
+    with ExperimentStore(store, create=False) as opened:
+        if check_pushed:
+            from opik_metrics.compare.opik_publish import require_pushed
+
+            require_pushed(opened, list(names))
+        return load_experiments(names, store=opened), f"local store {opened.path}"
