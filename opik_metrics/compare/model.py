@@ -15,7 +15,7 @@ import numbers
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, TypeVar
 
 SCHEMA = "opik-metrics/compare/2"
 SCHEMA_V1 = "opik-metrics/compare/1"
@@ -281,21 +281,20 @@ class Comparison:
         r.check_keys(("schema", "created_at", "source", "settings", "versions", "experiments", "metrics", "scores",
                       "pairs", "failed_items", "notes"))
         s = r.sub("settings")
-        settings = ComparisonSettings(
-            resamples=s.integer("resamples"), seed=s.integer("seed"), confidence=s.number("confidence"), alpha=s.number("alpha"),
-            tie_tolerance=s.number("tie_tolerance"), top_k=s.integer("top_k"), min_items=s.integer("min_items", optional=True),
-            test=s.text("test"))
         s.check_keys(("resamples", "seed", "confidence", "alpha", "tie_tolerance", "top_k", "min_items", "test"))
-        metrics = tuple(r.each("metrics", _score_summary))
-        higher = {m.name: m.higher_is_better for m in metrics}
+        settings = ComparisonSettings(
+            resamples=s.integer("resamples"), seed=s.integer("seed"), confidence=s.number("confidence"),
+            alpha=s.number("alpha"), tie_tolerance=s.number("tie_tolerance"), top_k=s.integer("top_k"),
+            min_items=s.integer("min_items", optional=True), test=s.text("test"))
+        versions = r.sub("versions")
         return cls(created_at=r.text("created_at"), source=r.text("source"), settings=settings,
-                   versions={k: (v if v is None else str(v)) for k, v in r.obj("versions").items()},
+                   versions={k: versions.text(k, optional=True) for k in versions.data},
                    experiments=tuple(r.each("experiments", _experiment)),
-                   metrics=metrics,
-                   scores={score: {name: _score_value(_Reader(v, f"scores[{score!r}][{name!r}]"))
-                                   for name, v in r.sub("scores").sub(score).data.items()}
+                   metrics=tuple(r.each("metrics", _score_summary)),
+                   scores={score: {name: _score_value(_Reader(v, f"comparison.scores[{score!r}][{name!r}]"))
+                                   for name, v in r.sub("scores").obj(score).items()}
                            for score in r.obj("scores")},
-                   pairs=tuple(r.each("pairs", lambda p: _pair(p, higher))),
+                   pairs=tuple(r.each("pairs", _pair)),
                    failed_items={name: tuple(r.sub("failed_items").each(name, _failed_item))
                                  for name in r.obj("failed_items")},
                    notes=tuple(r.each("notes", lambda n: n.as_str())))
@@ -574,13 +573,13 @@ def _pair_result(r: _Reader) -> PairResult:
         delta_high=r.number("delta_high", optional=True), p_value=r.number("p_value", optional=True),
         verdict=_verdict(r), n=r.integer("n"), non_finite=r.counts("non_finite"),
         non_finite_kinds={side: kinds.counts(side) for side in kinds.data},
-        wins=r.integer("wins", optional=True), ties=r.integer("ties", optional=True), losses=r.integer("losses", optional=True),
-        differences=r.numbers("differences"), largest_differences=tuple(r.each("largest_differences",
-                                                                               _item_difference)),
+        wins=r.integer("wins", optional=True), ties=r.integer("ties", optional=True),
+        losses=r.integer("losses", optional=True), differences=r.numbers("differences"),
+        largest_differences=tuple(r.each("largest_differences", _item_difference)),
         note=r.text("note", optional=True), gate=None if gate is None else _gate(r.sub("gate")))
 
 
-def _pair(r: _Reader, higher: Mapping[str, bool]) -> Pair:
+def _pair(r: _Reader) -> Pair:
     r = _checked(r, ("baseline", "system", "shared_items", "config_differences", "metrics"))
     differences = {}
     for key, values in r.obj("config_differences").items():
