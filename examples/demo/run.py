@@ -100,7 +100,7 @@ def run_demo(out: Path, progress: bool = True) -> Path:
     return files.html
 
 
-def print_publication(comparison: dict) -> None:
+def print_publication(comparison: Any) -> None:
     """What ``compare --publish`` would write into Opik (its dry run), in short: the experiment
     scores of the system experiment (its difference and verdict per score: the columns it adds to
     Opik's experiments page) and the dashboard; ``--dry-run`` prints all of it."""

@@ -92,8 +92,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     files = write_report_to(comparison, args.output) if args.output else None
     if args.format == "json":
-        json.dump(comparison, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(comparison.to_json())
     else:
         print(format_comparison(comparison))
         if files is not None:
@@ -113,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_report_to(comparison: dict, folder: str) -> Any:
+def write_report_to(comparison: Any, folder: str) -> Any:
     """Write the report folder (a one-line error when it cannot be written)."""
     from opik_metrics.compare.report import write_report
 

@@ -1,6 +1,7 @@
 """Compare experiments item by item: per-metric means (and corpus scores) with seeded bootstrap
 confidence intervals, paired bootstrap significance on shared items, wins/ties/losses, the items
-that differ most, and failed items. The result is a plain JSON-able dict (schema below).
+that differ most, and failed items. The result is a typed ``Comparison`` (``compare/model.py``) whose
+verdicts, in each score's declared direction, are worked out here and nowhere else.
 
 It claims no more than the items allow: a verdict (significant or not) needs ``min_items`` paired
 items (below that the p-value is shown for information and the verdict is "n/a", as it is when no
@@ -21,13 +22,13 @@ from opik_metrics.compare.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE
                                             MeanStatistic, bootstrap_interval, paired_bootstrap, resample_indices,
                                             wins_ties_losses)
 from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
+from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
+                                        ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
 from opik_metrics.core.numbers import is_number
 
-SCHEMA = "opik-metrics/compare/1"
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
 DEFAULT_MIN_ITEMS = 5
-VERDICT_SIGNIFICANT, VERDICT_NOT_SIGNIFICANT, VERDICT_NONE = "significant", "not significant", "n/a"
 
 
 @dataclass(frozen=True)
@@ -96,30 +97,29 @@ def unpaired(experiments: Sequence[ExperimentRecords]) -> str | None:
 
 
 def compare_experiments(experiments: Sequence[ExperimentRecords], settings: CompareSettings = CompareSettings(),
-                        source: str | None = None, created_at: str | None = None) -> dict[str, Any]:
+                        source: str | None = None, created_at: str | None = None) -> Comparison:
     """The comparison of ``experiments`` (the first is the baseline of each pair it is in)."""
     settings.check()
     _check_experiments(experiments)
     metrics = _select_metrics(experiments, settings)
-    scores = {m["name"]: _metric_scores(m, experiments, settings) for m in metrics}
-    pairs = [_pair(a, b, metrics, settings) for a, b in combinations(experiments, 2)]
-    tests = sum(1 for p in pairs for entry in p["metrics"].values() if entry["significant"] is not None)
-    return {
-        "schema": SCHEMA,
-        "created_at": created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "source": source or experiments[0].source,
-        "settings": {"resamples": settings.resamples, "seed": settings.seed, "confidence": settings.confidence,
-                     "alpha": settings.alpha, "tie_tolerance": settings.tie_tolerance, "top_k": settings.top_k,
-                     "min_items": settings.min_items, "test": TEST_NAME},
-        "versions": {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
-                    | {"opik-metrics": ours()},
-        "experiments": [_experiment_entry(e) for e in experiments],
-        "metrics": metrics,
-        "scores": scores,
-        "pairs": pairs,
-        "failed_items": {e.name: [_failed_entry(item) for item in e.failed_items] for e in experiments},
-        "notes": _notes(experiments, metrics, scores, pairs, tests, settings),
-    }
+    scores = {m.name: _metric_scores(m, experiments, settings) for m in metrics}
+    pairs = tuple(_pair(a, b, metrics, settings) for a, b in combinations(experiments, 2))
+    tests = sum(1 for p in pairs for entry in p.metrics.values() if entry.significant is not None)
+    versions: dict[str, str | None] = {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
+    return Comparison(
+        created_at=created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source=source or experiments[0].source,
+        settings=ComparisonSettings(resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
+                                    alpha=settings.alpha, tie_tolerance=settings.tie_tolerance,
+                                    top_k=settings.top_k, min_items=settings.min_items, test=TEST_NAME),
+        versions=versions | {"opik-metrics": ours()},
+        experiments=tuple(_experiment_entry(e) for e in experiments),
+        metrics=tuple(metrics),
+        scores=scores,
+        pairs=pairs,
+        failed_items={e.name: tuple(_failed_entry(item) for item in e.failed_items) for e in experiments},
+        notes=tuple(_notes(experiments, metrics, scores, pairs, tests, settings)),
+    )
 
 
 def _check_experiments(experiments: Sequence[ExperimentRecords]) -> None:
@@ -135,7 +135,7 @@ def _check_experiments(experiments: Sequence[ExperimentRecords]) -> None:
 
 # ---- metrics ------------------------------------------------------------------------------
 
-def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> list[dict]:
+def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> list[ScoreSummary]:
     item_names: dict[str, None] = {}
     for e in experiments:
         item_names.update(dict.fromkeys(e.score_names()))
@@ -144,7 +144,7 @@ def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareS
     for name in item_names:
         available.append((name, "mean"))
         for corpus in corpora.get(name, []):
-            if any(_has({"name": corpus, "kind": "corpus"}, item, e) for e in experiments for item in e.items):
+            if any(_has_statistics(corpus, item, e) for e in experiments for item in e.items):
                 available.append((corpus, "corpus"))
     if settings.metrics:
         known = {name: kind for name, kind in available}
@@ -160,8 +160,9 @@ def _select_metrics(experiments: Sequence[ExperimentRecords], settings: CompareS
     out = []
     for name, kind in chosen:
         facts = score_facts(name, experiments)
-        out.append({"name": name, "kind": kind, "higher_is_better": facts.higher_is_better, "scale": facts.scale,
-                    "bounds": list(facts.bounds), "signature": _signature(name, experiments)})
+        low, high = facts.bounds
+        out.append(ScoreSummary(name=name, kind=kind, higher_is_better=facts.higher_is_better, scale=facts.scale,
+                                bounds=(low, high), signature=_signature(name, experiments)))
     return out
 
 
@@ -202,10 +203,10 @@ def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> list | None:
     return row
 
 
-def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
+def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
     """The statistic of ``metric`` over ``items`` (in that order) of ``experiment``."""
-    name = metric["name"]
-    if metric["kind"] == "mean":
+    name = metric.name
+    if metric.kind == "mean":
         return MeanStatistic([item.scores[name] for item in items])
     corpus = experiment.corpus(name)
     assert corpus is not None
@@ -218,26 +219,30 @@ def _statistic(metric: dict, experiment: ExperimentRecords, items: Sequence[Item
     return CorpusStatistic(rows, formula)
 
 
-def _has(metric: dict, item: ItemRecord, experiment: ExperimentRecords) -> bool:
+def _has(metric: ScoreSummary, item: ItemRecord, experiment: ExperimentRecords) -> bool:
     if item.failed:
         return False
-    name = metric["name"]
-    if metric["kind"] == "mean":
-        return name in item.scores
-    corpus = experiment.corpus(name)
-    return corpus is not None and _stats_row(corpus, item) is not None
+    if metric.kind == "mean":
+        return metric.name in item.scores
+    return _has_statistics(metric.name, item, experiment)
 
 
-def _source(metric: dict, experiment: ExperimentRecords) -> str:
+def _has_statistics(corpus_name: str, item: ItemRecord, experiment: ExperimentRecords) -> bool:
+    """Whether a scored item has complete statistics for the corpus score ``corpus_name``."""
+    corpus = experiment.corpus(corpus_name)
+    return not item.failed and corpus is not None and _stats_row(corpus, item) is not None
+
+
+def _source(metric: ScoreSummary, experiment: ExperimentRecords) -> str:
     """The item score a metric reads: its own name, or the score carrying a corpus score's statistics."""
-    if metric["kind"] == "corpus":
-        corpus = experiment.corpus(metric["name"])
+    if metric.kind == "corpus":
+        corpus = experiment.corpus(metric.name)
         if corpus is not None:
             return corpus.carrier
-    return metric["name"]
+    return metric.name
 
 
-def _non_finite(item: ItemRecord, metric: dict, experiment: ExperimentRecords) -> str | None:
+def _non_finite(item: ItemRecord, metric: ScoreSummary, experiment: ExperimentRecords) -> str | None:
     """"inf", "-inf" or "nan" when the item has an output but its score for ``metric`` is not finite."""
     return None if item.failed else item.non_finite.get(_source(metric, experiment))
 
@@ -251,7 +256,8 @@ def _kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(f"{count} {'NaN' if kind == 'nan' else kind}" for kind, count in kinds.items())
 
 
-def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], settings: CompareSettings) -> dict:
+def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
+                   settings: CompareSettings) -> dict[str, ScoreValue]:
     out = {}
     for e in experiments:
         items = [item for item in e.items if _has(metric, item, e)]
@@ -261,31 +267,30 @@ def _metric_scores(metric: dict, experiments: Sequence[ExperimentRecords], setti
         stat = _statistic(metric, e, items)
         interval = bootstrap_interval(stat, resample_indices(len(items), settings.resamples, settings.seed),
                                       settings.confidence)
-        entry = {"value": stat.value, "low": interval.low, "high": interval.high, "n": len(items),
-                 "failed": len(e.items) - len(items) - len(odd) + e.failed_elsewhere,
-                 "non_finite": len(odd), "non_finite_kinds": _kinds(odd),
-                 "values": [item.scores[metric["name"]] for item in items] if metric["kind"] == "mean" else []}
-        if metric["kind"] == "corpus":
-            entry["recorded"] = e.experiment_scores.get(metric["name"])
-        out[e.name] = entry
+        out[e.name] = ScoreValue(
+            value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
+            failed=len(e.items) - len(items) - len(odd) + e.failed_elsewhere, non_finite=len(odd),
+            non_finite_kinds=_kinds(odd),
+            values=tuple(item.scores[metric.name] for item in items) if metric.kind == "mean" else (),
+            recorded=e.experiment_scores.get(metric.name) if metric.kind == "corpus" else None)
     return out
 
 
 # ---- pairs --------------------------------------------------------------------------------
 
-def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Sequence[dict],
-          settings: CompareSettings) -> dict:
+def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Sequence[ScoreSummary],
+          settings: CompareSettings) -> Pair:
     base_items = {item.key: item for item in baseline.items}
     shared = [(base_items[item.key], item) for item in system.items
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
-    return {"baseline": baseline.name, "system": system.name, "shared_items": len(shared),
-            "config_differences": _config_differences(baseline.config, system.config),
-            "metrics": {m["name"]: _pair_metric(m, baseline, system, shared, settings) for m in metrics}}
+    return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
+                config_differences=_config_differences(baseline.config, system.config),
+                metrics={m.name: _pair_metric(m, baseline, system, shared, settings) for m in metrics})
 
 
-def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRecords,
-                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> dict:
+def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: ExperimentRecords,
+                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> PairResult:
     both = [(a, b) for a, b in shared if _has(metric, a, baseline) and _has(metric, b, system)]
     odd = {"baseline": _kinds([k for k in (_non_finite(a, metric, baseline) for a, _ in shared) if k]),
            "system": _kinds([k for k in (_non_finite(b, metric, system) for _, b in shared) if k])}
@@ -294,62 +299,57 @@ def _pair_metric(metric: dict, baseline: ExperimentRecords, system: ExperimentRe
     if left_out:
         sides = "; ".join(f"{e.name}: {_kinds_text(odd[side])}" for side, e in (("baseline", baseline),
                                                                               ("system", system)) if odd[side])
-        notes.append(f"{left_out} of {len(shared)} shared items left out: {metric['name']} is not finite there "
+        notes.append(f"{left_out} of {len(shared)} shared items left out: {metric.name} is not finite there "
                      f"({sides})")
-    empty: dict[str, Any] = {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
-             "p_value": None, "significant": None, "verdict": VERDICT_NONE, "better": None, "n": 0,
-             "non_finite": {side: sum(kinds.values()) for side, kinds in odd.items()},
-             "non_finite_kinds": odd, "wins": None, "ties": None, "losses": None, "differences": [],
-             "largest_differences": []}
+    non_finite = {side: sum(kinds.values()) for side, kinds in odd.items()}
     if not both:
         notes.insert(0, "no shared item has this score in both experiments: nothing to compare")
-        return {**empty, "note": "; ".join(notes)}
+        return PairResult(baseline_value=None, system_value=None, delta=None, delta_low=None, delta_high=None,
+                          p_value=None, verdict=Verdict.NONE, n=0, non_finite=non_finite, non_finite_kinds=odd,
+                          wins=None, ties=None, losses=None, differences=(), largest_differences=(),
+                          note="; ".join(notes))
     idx = resample_indices(len(both), settings.resamples, settings.seed)
     result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both]),
                               _statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
-    higher = metric["higher_is_better"]
     significant: bool | None = result.p_value < settings.alpha
-    verdict = VERDICT_SIGNIFICANT if significant else VERDICT_NOT_SIGNIFICANT
     p_value: float | None = result.p_value
     if len(both) == 1:             # every resample is the one pair: no spread, nothing to test
-        significant, verdict, p_value = None, VERDICT_NONE, None
+        significant, p_value = None, None
         notes.insert(0, f"only 1 paired item: no test is possible and a verdict needs at least {settings.min_items}")
     elif len(both) < settings.min_items:
-        significant, verdict = None, VERDICT_NONE
+        significant = None
         notes.insert(0, f"only {len(both)} paired items: a verdict needs at least "
                         f"{settings.min_items}; the p-value is shown for information only")
     if result.note:
         notes.insert(0, result.note)
-    better = None
-    if significant:
-        better = system.name if (result.delta > 0) == higher else baseline.name
-    entry = {**empty, "baseline": result.baseline, "system": result.system, "delta": result.delta,
-             "delta_low": result.delta_low, "delta_high": result.delta_high, "p_value": p_value,
-             "significant": significant, "verdict": verdict, "better": better, "n": len(both),
-             "note": "; ".join(notes) or None}
-    if metric["kind"] == "mean":
-        name = metric["name"]
-        a_values = [a.scores[name] for a, _ in both]
-        b_values = [b.scores[name] for _, b in both]
-        wins, ties, losses = wins_ties_losses(a_values, b_values, higher, settings.tie_tolerance)
-        entry.update(wins=wins, ties=ties, losses=losses,
-                     differences=[b - a for a, b in zip(a_values, b_values)],
-                     largest_differences=_largest(both, name, settings.top_k))
-    return entry
+    wins = ties = losses = None
+    differences: tuple[float, ...] = ()
+    largest: tuple[ItemDifference, ...] = ()
+    if metric.kind == "mean":
+        a_values = [a.scores[metric.name] for a, _ in both]
+        b_values = [b.scores[metric.name] for _, b in both]
+        wins, ties, losses = wins_ties_losses(a_values, b_values, metric.higher_is_better, settings.tie_tolerance)
+        differences = tuple(b - a for a, b in zip(a_values, b_values))
+        largest = _largest(both, metric.name, settings.top_k)
+    return PairResult(baseline_value=result.baseline, system_value=result.system, delta=result.delta,
+                      delta_low=result.delta_low, delta_high=result.delta_high, p_value=p_value,
+                      verdict=Verdict.of(significant, result.delta, metric.higher_is_better), n=len(both),
+                      non_finite=non_finite, non_finite_kinds=odd, wins=wins, ties=ties, losses=losses,
+                      differences=differences, largest_differences=largest, note="; ".join(notes) or None)
 
 
-def _largest(both: Sequence[tuple[ItemRecord, ItemRecord]], name: str, top_k: int) -> list[dict]:
+def _largest(both: Sequence[tuple[ItemRecord, ItemRecord]], name: str, top_k: int) -> tuple[ItemDifference, ...]:
     ranked = sorted(both, key=lambda ab: (-abs(ab[1].scores[name] - ab[0].scores[name]), ab[0].position))
-    return [{"key": a.key, "position": a.position, "input": input_text(a.input),
-             "baseline_output": a.text(), "system_output": b.text(), "baseline_score": a.scores[name],
-             "system_score": b.scores[name], "delta": b.scores[name] - a.scores[name]}
-            for a, b in ranked[:top_k] if b.scores[name] != a.scores[name]]
+    return tuple(ItemDifference(key=a.key, position=a.position, input=input_text(a.input),
+                                baseline_output=a.text(), system_output=b.text(), baseline_score=a.scores[name],
+                                system_score=b.scores[name], delta=b.scores[name] - a.scores[name])
+                 for a, b in ranked[:top_k] if b.scores[name] != a.scores[name])
 
 
-def _config_differences(a: dict, b: dict) -> dict[str, list]:
+def _config_differences(a: dict, b: dict) -> dict[str, tuple[Any, Any]]:
     """Top-level config entries that differ (run-time settings and versions aside)."""
     keys = [k for k in dict.fromkeys([*a, *b]) if k not in ("runtime",)]
-    return {k: [a.get(k), b.get(k)] for k in keys if _json(a.get(k)) != _json(b.get(k))}
+    return {k: (a.get(k), b.get(k)) for k in keys if _json(a.get(k)) != _json(b.get(k))}
 
 
 # ---- experiments, failures, notes ---------------------------------------------------------
@@ -364,32 +364,33 @@ def input_text(item_input: dict) -> str:
     return " | ".join(parts)
 
 
-def _experiment_entry(e: ExperimentRecords) -> dict:
+def _experiment_entry(e: ExperimentRecords) -> ExperimentSummary:
     scored = sum(1 for item in e.items if not item.failed)
-    return {"name": e.name, "dataset": e.dataset, "status": e.status, "items": len(e.items) + e.failed_elsewhere,
-            "scored_items": scored, "failed_items": len(e.items) - scored + e.failed_elsewhere,
-            "model": e.model(), "source": e.source, "config": e.config,
-            "experiment_scores": e.experiment_scores}
+    return ExperimentSummary(name=e.name, dataset=e.dataset, status=e.status, items=len(e.items) + e.failed_elsewhere,
+                             scored_items=scored, failed_items=len(e.items) - scored + e.failed_elsewhere,
+                             model=e.model(), source=e.source, config=e.config,
+                             experiment_scores=e.experiment_scores)
 
 
-def _failed_entry(item: ItemRecord) -> dict:
-    return {"key": item.key, "position": item.position, "stage": item.stage, "reason": item.reason,
-            "input": input_text(item.input)}
+def _failed_entry(item: ItemRecord) -> FailedItem:
+    return FailedItem(key=item.key, position=item.position, stage=item.stage, reason=item.reason,
+                      input=input_text(item.input))
 
 
-def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], scores: dict, pairs: Sequence[dict],
-           tests: int, settings: CompareSettings) -> list[str]:
+def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary],
+           scores: dict[str, dict[str, ScoreValue]], pairs: Sequence[Pair], tests: int,
+           settings: CompareSettings) -> list[str]:
     notes = []
-    entries = [(p, m, p["metrics"][m["name"]]) for p in pairs for m in metrics]
-    few = [(p, m, e) for p, m, e in entries if 0 < e["n"] < settings.min_items]
+    entries = [(p, m, p.metrics[m.name]) for p in pairs for m in metrics]
+    few = [(p, m, e) for p, m, e in entries if 0 < e.n < settings.min_items]
     if few:
-        shown = ", ".join(f"{m['name']} ({p['system']} vs {p['baseline']}: {e['n']})" for p, m, e in few[:6])
+        shown = ", ".join(f"{m.name} ({p.system} vs {p.baseline}: {e.n})" for p, m, e in few[:6])
         notes.append(f"a verdict (significant or not) needs at least {settings.min_items} paired items; below that "
                      f"the verdict is n/a and the p-value is for information only: {shown}"
                      + (f" and {len(few) - 6} more" if len(few) > 6 else ""))
-    empty = [(p, m) for p, m, e in entries if e["n"] == 0]
+    empty = [(p, m) for p, m, e in entries if e.n == 0]
     if empty:
-        shown = ", ".join(f"{m['name']} ({p['system']} vs {p['baseline']})" for p, m in empty[:6])
+        shown = ", ".join(f"{m.name} ({p.system} vs {p.baseline})" for p, m in empty[:6])
         notes.append(f"nothing to compare (no shared item has the score in both experiments), verdict n/a: {shown}"
                      + (f" and {len(empty) - 6} more" if len(empty) > 6 else ""))
     for m in metrics:
@@ -397,13 +398,13 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
             odd = [k for k in (_non_finite(item, m, e) for item in e.items) if k]
             if odd:
                 with_output = sum(1 for item in e.items if not item.failed)
-                notes.append(f"{e.name}: {m['name']} is not finite for {len(odd)} of {with_output} items with an "
+                notes.append(f"{e.name}: {m.name} is not finite for {len(odd)} of {with_output} items with an "
                              f"output ({_kinds_text(_kinds(odd))}); they are left out of its value, interval and "
                              "paired tests")
     for m in metrics:
-        corpus = next((c for c in (e.corpus(m["name"]) for e in experiments) if c is not None), None)
-        if m["kind"] == "corpus" and corpus is not None and corpus.mean_of_carrier:
-            notes.append(f"{m['name']} is by definition the mean of {corpus.carrier} over the items (how the metric "
+        corpus = next((c for c in (e.corpus(m.name) for e in experiments) if c is not None), None)
+        if m.kind == "corpus" and corpus is not None and corpus.mean_of_carrier:
+            notes.append(f"{m.name} is by definition the mean of {corpus.carrier} over the items (how the metric "
                          f"defines its corpus score), so its row repeats {corpus.carrier}'s")
     if tests > 1:
         notes.append(f"p-values are not corrected for multiple comparisons: this report makes {tests} tests; "
@@ -423,13 +424,13 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[dict], sc
     notes.extend(_one_sided_notes(experiments))
     for m in metrics:
         for e in experiments:
-            entry = scores[m["name"]].get(e.name)
+            entry = scores[m.name].get(e.name)
             if entry is None:
-                notes.append(f"{e.name} has no {m['name']} score")
-            elif m["kind"] == "corpus" and entry.get("recorded") is not None \
-                    and abs(entry["recorded"] - entry["value"]) > 1e-9 * max(1.0, abs(entry["value"])):
-                notes.append(f"{e.name}: {m['name']} recomputed from item statistics is {entry['value']:.6g}, "
-                             f"the experiment recorded {entry['recorded']:.6g} (items differ, e.g. failed ones)")
+                notes.append(f"{e.name} has no {m.name} score")
+            elif m.kind == "corpus" and entry.recorded is not None \
+                    and abs(entry.recorded - entry.value) > 1e-9 * max(1.0, abs(entry.value)):
+                notes.append(f"{e.name}: {m.name} recomputed from item statistics is {entry.value:.6g}, "
+                             f"the experiment recorded {entry.recorded:.6g} (items differ, e.g. failed ones)")
     return notes
 
 

@@ -10,6 +10,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from opik_metrics.compare.formatting import DASH as _DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.model import Comparison, ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict
 from opik_metrics.compare.plots import PlotFile
 from opik_metrics.core.numbers import is_number
 
@@ -100,8 +101,8 @@ def _plain(value: Any) -> str:
     return esc(value) if value is not None else _DASH
 
 
-def _confidence(comparison: dict) -> str:
-    value = (comparison.get("settings") or {}).get("confidence")
+def _confidence(comparison: Comparison) -> str:
+    value = comparison.settings.confidence
     return f"{value * 100:g}%" if is_number(value) else ""
 
 
@@ -140,65 +141,52 @@ def _table(headers: Sequence[str], rows: Sequence[str], classes: Sequence[str] =
             f"</div>")
 
 
-# ----------------------------------------------------------------------------- direction and significance
+# ----------------------------------------------------------------------------- direction and verdict
 
-def _higher_is_better(metric: dict) -> bool:
-    return bool(metric.get("higher_is_better", True))
-
-
-def _direction_label(metric: dict) -> str:
-    if _higher_is_better(metric):
+def _direction_label(metric: ScoreSummary) -> str:
+    if metric.higher_is_better:
         return '<span class="direction">higher is better ↑</span>'
     return '<span class="direction lower">lower is better ↓</span>'
 
 
-def _verdict(delta: Any, metric: dict) -> str | None:
-    """"better" / "worse" for the system, from the sign of delta and the metric's direction."""
-    if not is_number(delta) or delta == 0:
-        return None
-    return "better" if (delta > 0) == _higher_is_better(metric) else "worse"
+_BADGES = {Verdict.BETTER: '<span class="badge better">▲ significant: better</span>',
+           Verdict.WORSE: '<span class="badge worse">▼ significant: worse</span>',
+           Verdict.NO_DIFFERENCE: '<span class="badge not">not significant</span>'}
 
 
-def _significance(entry: dict, metric: dict) -> str:
-    """A clearly marked badge: significant (better / worse), not significant, or n/a (too few paired
-    items for a verdict, or nothing to compare; the note says which); "—" without a test."""
-    if entry.get("verdict") == "n/a":
-        return f'<span class="badge na" title="{esc(entry.get("note"))}">n/a</span>'
-    significant = entry.get("significant")
-    if significant is None or not is_number(entry.get("p_value")):
+def verdict_badge(entry: PairResult) -> str:
+    """The analysis's verdict as a clearly marked badge: significant (better / worse, in the
+    score's direction), not significant, or n/a (too few paired items for a verdict, or nothing to
+    compare; its note, in the title, says which)."""
+    if entry.verdict is Verdict.NONE:
+        return f'<span class="badge na" title="{esc(entry.note)}">n/a</span>'
+    return _BADGES[entry.verdict]
+
+
+def _delta_html(entry: PairResult) -> str:
+    """The difference, coloured by the verdict when the test found it significant."""
+    text = fmt_num(entry.delta, signed=True)
+    colour = {Verdict.BETTER: "better", Verdict.WORSE: "worse"}.get(entry.verdict)
+    return f'<span class="delta {colour}">{text}</span>' if colour else text
+
+
+def _wtl(entry: PairResult) -> str:
+    if entry.wins is None and entry.ties is None and entry.losses is None:
         return _DASH
-    if not significant:
-        return '<span class="badge not">not significant</span>'
-    verdict = _verdict(entry.get("delta"), metric) or "better"
-    arrow = "▲" if verdict == "better" else "▼"
-    return f'<span class="badge {verdict}">{arrow} significant: {verdict}</span>'
-
-
-def _delta_html(entry: dict, metric: dict) -> str:
-    delta = entry.get("delta")
-    text = fmt_num(delta, signed=True)
-    verdict = _verdict(delta, metric) if entry.get("significant") else None
-    return f'<span class="delta {verdict}">{text}</span>' if verdict else text
-
-
-def _wtl(entry: dict) -> str:
-    wins, ties, losses = entry.get("wins"), entry.get("ties"), entry.get("losses")
-    if wins is None and ties is None and losses is None:
-        return _DASH
-    return " / ".join(fmt_num(v) if v is not None else _DASH for v in (wins, ties, losses))
+    return " / ".join(fmt_num(v) if v is not None else _DASH for v in (entry.wins, entry.ties, entry.losses))
 
 
 # ----------------------------------------------------------------------------- sections
 
-def _settings_line(comparison: dict) -> str:
+def _settings_line(comparison: Comparison) -> str:
     """The test's settings in one line: resamples, seed, confidence, alpha, tie tolerance, top k."""
-    settings = comparison.get("settings") or {}
-    parts = [f"{_plain(settings.get('resamples'))} resamples", f"seed {_plain(settings.get('seed'))}",
-             f"{esc(_confidence(comparison)) or _DASH} confidence", f"alpha {_plain(settings.get('alpha'))}",
-             f"ties within {_plain(settings.get('tie_tolerance'))}",
-             f"top {_plain(settings.get('top_k'))} differences shown"]
-    if settings.get("min_items") is not None:
-        parts.append(f"a verdict needs {_plain(settings.get('min_items'))} paired items")
+    settings = comparison.settings
+    parts = [f"{_plain(settings.resamples)} resamples", f"seed {_plain(settings.seed)}",
+             f"{esc(_confidence(comparison)) or _DASH} confidence", f"alpha {_plain(settings.alpha)}",
+             f"ties within {_plain(settings.tie_tolerance)}",
+             f"top {_plain(settings.top_k)} differences shown"]
+    if settings.min_items is not None:
+        parts.append(f"a verdict needs {_plain(settings.min_items)} paired items")
     return " · ".join(parts)
 
 
@@ -213,14 +201,13 @@ def pairing_title(names: Sequence[Any]) -> str:
     return " ".join(names)
 
 
-def _header(comparison: dict) -> str:
-    names = [e.get("name") for e in comparison.get("experiments") or []]
-    settings = comparison.get("settings") or {}
+def _header(comparison: Comparison) -> str:
+    names = comparison.names
     chips = " ".join(f'<span class="chip">{esc(n)}</span>' for n in names)
     rows = [("Experiments", chips or _DASH),
-            ("Source", esc(comparison.get("source")) or _DASH),
-            ("Created", esc(comparison.get("created_at")) or _DASH),
-            ("Test", esc(settings.get("test")) or _DASH),
+            ("Source", esc(comparison.source) or _DASH),
+            ("Created", esc(comparison.created_at) or _DASH),
+            ("Test", esc(comparison.settings.test) or _DASH),
             ("Settings", _settings_line(comparison))]
     meta = "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows)
     subtitle = esc(pairing_title(names))
@@ -232,99 +219,91 @@ def _header(comparison: dict) -> str:
             '<a href="#config">Configuration</a></nav></header>')
 
 
-def _experiments_section(comparison: dict) -> str:
+def _experiments_section(comparison: Comparison) -> str:
     classes = ["", "", "", "num", "num", "num", ""]
-    rows = [_cells([f"<b>{esc(e.get('name'))}</b>", esc(e.get("dataset")), esc(e.get("status")),
-                    fmt_num(e.get("items")), fmt_num(e.get("scored_items")), fmt_num(e.get("failed_items")),
-                    esc(e.get("model"))], classes)
-            for e in comparison.get("experiments") or []]
+    rows = [_cells([f"<b>{esc(e.name)}</b>", esc(e.dataset), esc(e.status), fmt_num(e.items),
+                    fmt_num(e.scored_items), fmt_num(e.failed_items), esc(e.model)], classes)
+            for e in comparison.experiments]
     table = _table(["Experiment", "Dataset", "Status", "Items", "Scored", "Failed", "Model"], rows, classes)
     return f'<section id="experiments"><h2>Experiments</h2>{table}</section>'
 
 
-def _non_finite_cell(count: Any, kinds: Any) -> str:
-    """How many scores were not finite (left out), with their kinds: "15 (15 inf)"; "—" when not counted."""
-    if not is_number(count):
-        return _DASH
-    if not count or not isinstance(kinds, dict) or not kinds:
+def _non_finite_cell(count: int, kinds: dict[str, int]) -> str:
+    """How many scores were not finite (left out), with their kinds: "15 (15 inf)"."""
+    if not count or not kinds:
         return fmt_num(count)
     detail = ", ".join(f"{fmt_num(v)} {'NaN' if k == 'nan' else esc(k)}" for k, v in kinds.items())
     return f"{fmt_num(count)} ({detail})"
 
 
-def _scores_table(comparison: dict, metric: dict) -> str:
+def _scores_table(comparison: Comparison, metric: ScoreSummary) -> str:
     """Value and interval of each experiment for one metric ("not computed" where it is missing),
     with the items whose score failed or was not finite (inf, NaN), which the value leaves out."""
-    per_experiment = (comparison.get("scores") or {}).get(metric.get("name")) or {}
+    per_experiment = comparison.scores.get(metric.name) or {}
     classes = ["", "num", "num", "num", "num", "num"]
     rows = []
-    for experiment in comparison.get("experiments") or []:
-        name = experiment.get("name")
+    for name in comparison.names:
         entry = per_experiment.get(name)
         if entry is None:
             cells = [f"<b>{esc(name)}</b>", '<span class="missing">not computed</span>', _DASH, _DASH, _DASH, _DASH]
         else:
-            cells = [f"<b>{esc(name)}</b>", fmt_num(entry.get("value")),
-                     fmt_interval(entry.get("low"), entry.get("high")),
-                     fmt_num(entry.get("n")), fmt_num(entry.get("failed")),
-                     _non_finite_cell(entry.get("non_finite"), entry.get("non_finite_kinds"))]
+            cells = [f"<b>{esc(name)}</b>", fmt_num(entry.value), fmt_interval(entry.low, entry.high),
+                     fmt_num(entry.n), fmt_num(entry.failed), _non_finite_cell(entry.non_finite,
+                                                                                entry.non_finite_kinds)]
         rows.append(_cells(cells, classes))
     headers = ["Experiment", "Value", f"{_confidence(comparison)} CI [low, high]".strip(), "n", "Failed",
                "Not finite (left out)"]
     return _table(headers, rows, classes)
 
 
-def _pair_cells(pair: dict, entry: dict | None, metric: dict) -> list[str]:
+def _pair_cells(pair: Pair, entry: PairResult | None) -> list[str]:
     """One pair's cells for one metric: values, delta with its interval, p-value, verdict, W/T/L, note."""
-    label = f"{esc(pair.get('system'))} <span class=\"missing\">vs</span> {esc(pair.get('baseline'))}"
+    label = f"{esc(pair.system)} <span class=\"missing\">vs</span> {esc(pair.baseline)}"
     if entry is None:
         return [label] + [_DASH] * 6 + ["not compared"]
-    return [label, _delta_html(entry, metric),
-            fmt_interval(entry.get("delta_low"), entry.get("delta_high"), signed=True),
-            html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric), fmt_num(entry.get("n")),
-            _wtl(entry), esc(entry.get("note"))]
+    return [label, _delta_html(entry), fmt_interval(entry.delta_low, entry.delta_high, signed=True),
+            html.escape(fmt_p(entry.p_value)), verdict_badge(entry), fmt_num(entry.n), _wtl(entry), esc(entry.note)]
 
 
-def _pairs_table(comparison: dict, metric: dict) -> str:
+def _pairs_table(comparison: Comparison, metric: ScoreSummary) -> str:
     """Delta, interval, p-value, significance and wins/ties/losses of each pair for one metric."""
     classes = ["pair", "num", "num", "num", "", "num", "num", "note"]
-    rows = [_cells(_pair_cells(pair, (pair.get("metrics") or {}).get(metric.get("name")), metric), classes)
-            for pair in comparison.get("pairs") or []]
+    rows = [_cells(_pair_cells(pair, pair.metrics.get(metric.name)), classes) for pair in comparison.pairs]
     headers = ["System vs baseline", "Delta", f"{_confidence(comparison)} CI of delta".strip(), "p-value",
                "Significance", "Paired items", "Wins / ties / losses", "Note"]
     return _table(headers, rows, classes, wide=True)
 
 
-def _metric_block(comparison: dict, metric: dict, anchor: str) -> str:
-    kind = "corpus-level score" if metric.get("kind") == "corpus" else "mean over items"
-    scale = ", log scale" if metric.get("scale") == "log" else ""
-    signature = metric.get("signature")
+def _metric_block(comparison: Comparison, metric: ScoreSummary, anchor: str) -> str:
+    kind = "corpus-level score" if metric.kind == "corpus" else "mean over items"
+    scale = ", log scale" if metric.scale == "log" else ""
+    signature = metric.signature
     signature_html = f'<p class="signature">{esc(signature)}</p>' if signature else ""
     pairs = ""
-    if comparison.get("pairs"):
+    if comparison.pairs:
         pairs = "<h4>Paired comparison</h4>" + _pairs_table(comparison, metric)
-    return (f'<details class="metric" id="{anchor}"><summary>{esc(metric.get("name"))}{_direction_label(metric)}'
+    return (f'<details class="metric" id="{anchor}"><summary>{esc(metric.name)}{_direction_label(metric)}'
             f'<span class="kind">{kind}{scale}</span></summary>{signature_html}'
             f"{_scores_table(comparison, metric)}{pairs}</details>")
 
 
-def _value_with_interval(entry: dict | None) -> str:
+def _value_with_interval(entry: ScoreValue | None) -> str:
     if entry is None:
         return '<span class="missing">not computed</span>'
-    return f"{fmt_num(entry.get('value'))} {fmt_interval(entry.get('low'), entry.get('high'))}"
+    return f"{fmt_num(entry.value)} {fmt_interval(entry.low, entry.high)}"
 
 
-def _glance_table(comparison: dict, pair: dict) -> str:
+def _glance_table(comparison: Comparison, pair: Pair) -> str:
     """One row per score: both experiments' values with intervals, the difference with its interval,
     p and the verdict in the score's direction."""
-    baseline, system = pair.get("baseline"), pair.get("system")
-    scores = comparison.get("scores") or {}
+    baseline, system = pair.baseline, pair.system
+    scores = comparison.scores
     classes = ["", "num", "num", "num", "num", ""]
     rows = []
-    for metric in _metrics(comparison):
-        name = metric.get("name")
-        entry = (pair.get("metrics") or {}).get(name)
-        higher = _higher_is_better(metric)
+    for metric in comparison.metrics:
+        name = metric.name
+        entry = pair.metrics.get(name)
+        higher = metric.higher_is_better
         cells = [f'{esc(name)} <span class="missing" title="{"higher" if higher else "lower"} is better">'
                  f'{"↑" if higher else "↓"}</span>',
                  _value_with_interval((scores.get(name) or {}).get(baseline)),
@@ -332,22 +311,21 @@ def _glance_table(comparison: dict, pair: dict) -> str:
         if entry is None:
             cells += [_DASH, _DASH, "not compared"]
         else:
-            cells += [f"{_delta_html(entry, metric)} "
-                      f"{fmt_interval(entry.get('delta_low'), entry.get('delta_high'), signed=True)}",
-                      html.escape(fmt_p(entry.get("p_value"))), _significance(entry, metric)]
+            cells += [f"{_delta_html(entry)} {fmt_interval(entry.delta_low, entry.delta_high, signed=True)}",
+                      html.escape(fmt_p(entry.p_value)), verdict_badge(entry)]
         rows.append(_cells(cells, classes))
     confidence = _confidence(comparison)
     headers = [esc("Score"), f"{esc(baseline)} (baseline)", esc(system),
                esc(f"Difference [{confidence} CI]" if confidence else "Difference [CI]"), "p", "Verdict"]
     return (f'<h3>{esc(system)} <span class="missing">vs</span> {esc(baseline)}'
-            f' <span class="kind">{fmt_num(pair.get("shared_items"))} shared items</span></h3>'
+            f' <span class="kind">{fmt_num(pair.shared_items)} shared items</span></h3>'
             + _table(headers, rows, classes, wide=True))
 
 
-def _summary_section(comparison: dict, anchors: dict[Any, str]) -> str:
+def _summary_section(comparison: Comparison, anchors: dict[str, str]) -> str:
     """The comparison at a glance (a table per pair), then each score's detail, folded."""
-    tables = "".join(_glance_table(comparison, pair) for pair in comparison.get("pairs") or [])
-    blocks = "".join(_metric_block(comparison, m, anchors[m.get("name")]) for m in _metrics(comparison))
+    tables = "".join(_glance_table(comparison, pair) for pair in comparison.pairs)
+    blocks = "".join(_metric_block(comparison, m, anchors[m.name]) for m in comparison.metrics)
     intro = ("<p>Each value with its interval; the difference is system minus baseline on the items both "
              "scored with a finite value; the verdict follows each score's direction (↑ higher is better, "
              "↓ lower). n/a: too few items pair up for a verdict, or none do.</p>")
@@ -378,34 +356,35 @@ def _plots_section(plots: Sequence[PlotFile]) -> str:
     return f'<section id="plots"><h2>Plots</h2>{body}</section>'
 
 
-def _largest_table(pair: dict, metric: dict, rows_data: list[dict]) -> str:
-    """The items of one pair and metric with the largest differences: texts, both scores, delta."""
-    baseline, system = esc(pair.get("baseline")), esc(pair.get("system"))
+def _largest_table(pair: Pair, metric: ScoreSummary, rows_data: Sequence[ItemDifference]) -> str:
+    """The items of one pair and metric with the largest differences: texts, both scores, delta
+    (coloured by the item's own direction: better or worse for the system on that item)."""
+    baseline, system = esc(pair.baseline), esc(pair.system)
     classes = ["num", "", "text", "text", "text", "num", "num", "num"]
     rows = []
     for row in rows_data:
-        verdict = _verdict(row.get("delta"), metric)
-        delta = fmt_num(row.get("delta"), signed=True)
-        delta = f'<span class="delta {verdict}">{delta}</span>' if verdict else delta
-        rows.append(_cells([fmt_num(row.get("position")), f'<span class="key">{esc(row.get("key"))}</span>',
-                            _clip(row.get("input")), _clip(row.get("baseline_output")),
-                            _clip(row.get("system_output")), fmt_num(row.get("baseline_score")),
-                            fmt_num(row.get("system_score")), delta], classes))
+        improves = metric.improves(row.delta)
+        delta = fmt_num(row.delta, signed=True)
+        delta = f'<span class="delta {"better" if improves else "worse"}">{delta}</span>' if improves is not None \
+            else delta
+        rows.append(_cells([fmt_num(row.position), f'<span class="key">{esc(row.key)}</span>', _clip(row.input),
+                            _clip(row.baseline_output), _clip(row.system_output), fmt_num(row.baseline_score),
+                            fmt_num(row.system_score), delta], classes))
     headers = ["Position", "Key", "Input", f"Output of {baseline}", f"Output of {system}", baseline, system,
                "Delta"]
     return _table(headers, rows, classes)
 
 
-def _largest_section(comparison: dict) -> str:
+def _largest_section(comparison: Comparison) -> str:
     parts = []
-    for pair in comparison.get("pairs") or []:
-        parts.append(f"<h3>{esc(pair.get('system'))} vs {esc(pair.get('baseline'))}</h3>")
+    for pair in comparison.pairs:
+        parts.append(f"<h3>{esc(pair.system)} vs {esc(pair.baseline)}</h3>")
         tables = []
-        for metric in _metrics(comparison):
-            entry = (pair.get("metrics") or {}).get(metric.get("name")) or {}
-            rows = entry.get("largest_differences") or []
+        for metric in comparison.metrics:
+            entry = pair.metrics.get(metric.name)
+            rows = entry.largest_differences if entry is not None else ()
             if rows:
-                tables.append(f"<h4>{esc(metric.get('name'))}{_direction_label(metric)}</h4>"
+                tables.append(f"<h4>{esc(metric.name)}{_direction_label(metric)}</h4>"
                               + _largest_table(pair, metric, rows))
         parts.append("".join(tables) or '<p class="missing">No per-item differences for this pair.</p>')
     body = "".join(parts) or "<p>No pairs.</p>"
@@ -413,82 +392,76 @@ def _largest_section(comparison: dict) -> str:
     return f'<section id="largest"><h2>Largest differences</h2>{intro}{body}</section>'
 
 
-def _failed_section(comparison: dict) -> str:
-    failed = comparison.get("failed_items") or {}
-    counts = {e.get("name"): e.get("failed_items") for e in comparison.get("experiments") or []}
+def _failed_section(comparison: Comparison) -> str:
+    failed = comparison.failed_items
+    counts = {e.name: e.failed_items for e in comparison.experiments}
     names = list(dict.fromkeys(list(counts) + list(failed)))
     classes = ["num", "", "", "text", "text"]
     parts = []
     for name in names:
-        items = failed.get(name) or []
-        count = counts.get(name) if is_number(counts.get(name)) else len(items)
+        items = failed.get(name) or ()
+        count = counts.get(name, len(items))
         parts.append(f"<h3>{esc(name)}: {fmt_num(count)} failed item{'s' if count != 1 else ''}</h3>")
         if not items:
             parts.append('<p class="missing">No failed items listed.</p>')
             continue
-        rows = [_cells([fmt_num(i.get("position")), f'<span class="key">{esc(i.get("key"))}</span>',
-                        esc(i.get("stage")), _clip(i.get("reason"), 300), _clip(i.get("input"))], classes)
+        rows = [_cells([fmt_num(i.position), f'<span class="key">{esc(i.key)}</span>', esc(i.stage),
+                        _clip(i.reason, 300), _clip(i.input)], classes)
                 for i in items]
         parts.append(_table(["Position", "Key", "Stage", "Reason", "Input"], rows, classes))
     return f'<section id="failed"><h2>Failed items</h2>{"".join(parts)}</section>'
 
 
-def _notes_section(comparison: dict) -> str:
-    notes = comparison.get("notes") or []
+def _notes_section(comparison: Comparison) -> str:
+    notes = comparison.notes
     body = "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "<p>No notes.</p>"
     return f'<section id="notes"><h2>Notes</h2>{body}</section>'
 
 
-def _config_section(comparison: dict) -> str:
+def _config_section(comparison: Comparison) -> str:
     parts = []
-    for experiment in comparison.get("experiments") or []:
-        config = json.dumps(experiment.get("config"), indent=2, ensure_ascii=False, sort_keys=True, default=str)
-        meta = "".join(f"<dt>{label}</dt><dd>{esc(experiment.get(key)) or _DASH}</dd>"
-                       for label, key in (("Model", "model"), ("Dataset", "dataset"), ("Status", "status"),
-                                          ("Source", "source")) if key != "source" or experiment.get(key))
-        parts.append(f"<details><summary>{esc(experiment.get('name'))} — {esc(experiment.get('model'))}</summary>"
+    for experiment in comparison.experiments:
+        config = json.dumps(experiment.config, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        meta = "".join(f"<dt>{label}</dt><dd>{esc(value) or _DASH}</dd>"
+                       for label, value in (("Model", experiment.model), ("Dataset", experiment.dataset),
+                                            ("Status", experiment.status), ("Source", experiment.source))
+                       if label != "Source" or value)
+        parts.append(f"<details><summary>{esc(experiment.name)} — {esc(experiment.model)}</summary>"
                      f'<dl class="meta">{meta}</dl><pre>{html.escape(config)}</pre></details>')
     parts.append(_config_differences(comparison))
-    signatures = [_cells([esc(m.get("name")), f'<span class="signature">{esc(m.get("signature"))}</span>'
-                          if m.get("signature") else _DASH]) for m in _metrics(comparison)]
-    versions = [_cells([esc(k), esc(v)]) for k, v in (comparison.get("versions") or {}).items()]
+    signatures = [_cells([esc(m.name), f'<span class="signature">{esc(m.signature)}</span>'
+                          if m.signature else _DASH]) for m in comparison.metrics]
+    versions = [_cells([esc(k), esc(v)]) for k, v in comparison.versions.items()]
     parts.append("<details><summary>Metric signatures and package versions</summary>"
                  + _table(["Metric", "Signature"], signatures)
                  + _table(["Package", "Version"], versions) + "</details>")
     return f'<section id="config"><h2>Configuration</h2>{"".join(parts)}</section>'
 
 
-def _config_differences(comparison: dict) -> str:
+def _config_differences(comparison: Comparison) -> str:
     """Per pair, the configuration entries that differ (when the comparison lists them)."""
     parts = []
-    for pair in comparison.get("pairs") or []:
-        differences = pair.get("config_differences") or {}
-        if not differences:
+    for pair in comparison.pairs:
+        if not pair.config_differences:
             continue
-        baseline, system = esc(pair.get("baseline")), esc(pair.get("system"))
-        rows = [_cells([esc(key), _clip(values[0] if isinstance(values, list) and values else values),
-                        _clip(values[1] if isinstance(values, list) and len(values) > 1 else None)],
-                       ["", "text", "text"]) for key, values in differences.items()]
+        baseline, system = esc(pair.baseline), esc(pair.system)
+        rows = [_cells([esc(key), _clip(a), _clip(b)], ["", "text", "text"])
+                for key, (a, b) in pair.config_differences.items()]
         parts.append(f"<h3>Configuration differences: {system} vs {baseline}</h3>"
                      + _table(["Setting", baseline, system], rows, ["", "text", "text"]))
     return "".join(parts)
 
 
-def _metrics(comparison: dict) -> list[dict]:
-    return [m for m in comparison.get("metrics") or [] if m.get("name") is not None]
-
-
 # ----------------------------------------------------------------------------- page
 
-def render_html(comparison: dict, plots: Sequence[PlotFile]) -> str:
+def render_html(comparison: Comparison, plots: Sequence[PlotFile]) -> str:
     """The whole report page for ``comparison``, showing ``plots`` (images by relative path)."""
     used: set[str] = {"experiments", "summary", "plots", "largest", "failed", "notes", "config"}
-    anchors = {m.get("name"): _anchor("metric", m.get("name"), used) for m in _metrics(comparison)}
-    names = [e.get("name") for e in comparison.get("experiments") or []]
-    title = "Comparison: " + _text(pairing_title(names))
-    version = (comparison.get("versions") or {}).get("opik-metrics")
+    anchors = {m.name: _anchor("metric", m.name, used) for m in comparison.metrics}
+    title = "Comparison: " + _text(pairing_title(comparison.names))
+    version = comparison.versions.get("opik-metrics")
     footer = (f"<footer>Generated by opik-metrics {esc(version) if version else ''} · schema "
-              f"{esc(comparison.get('schema'))}</footer>")
+              f"{esc(comparison.schema)}</footer>")
     body = "".join([_header(comparison), _summary_section(comparison, anchors), _experiments_section(comparison),
                     _plots_section(plots), _largest_section(comparison), _failed_section(comparison),
                     _notes_section(comparison), _config_section(comparison), footer])

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import opik
 from opik.rest_api.types.experiment_score import ExperimentScore
 
+from opik_metrics.compare.model import Comparison
 from opik_metrics.compare.publication import METADATA_KEY, same_stored
 from opik_metrics.compare.sources import opik_experiment
 from opik_metrics.experiments.opik_server import OpikServerError, answer_failure
@@ -202,7 +203,7 @@ def require_pushed(store: Any, names: list[str]) -> None:
                          f"{'it' if len(unpushed) == 1 else 'them'} first ({commands}), then publish again")
 
 
-def publish_comparison(comparison: Mapping[str, Any], *, client: Any = None, project_name: str | None = None,
+def publish_comparison(comparison: Comparison, *, client: Any = None, project_name: str | None = None,
                        store: Any = None, all_scores: bool = False) -> PublishReport:
     """Publish a comparison (``compare_experiments``'s result) onto its experiments on an Opik server.
     ``store``: the local store it was made from (each experiment must have been pushed). Without

@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
+from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, ScoreValue
 from opik_metrics.core.numbers import is_number
 
 PLOTS_DIR = "plots"
@@ -68,18 +69,14 @@ def _finite(values: Sequence[Any] | None) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _direction(metric: dict) -> str:
-    return "higher is better" if metric.get("higher_is_better", True) else "lower is better"
+def _direction(metric: ScoreSummary) -> str:
+    return "higher is better" if metric.higher_is_better else "lower is better"
 
 
-def _confidence_label(comparison: dict) -> str:
+def _confidence_label(comparison: Comparison) -> str:
     """"95%" from settings.confidence (0.95)."""
-    confidence = (comparison.get("settings") or {}).get("confidence")
+    confidence = comparison.settings.confidence
     return f"{confidence * 100:g}%" if is_number(confidence) else "CI"
-
-
-def _experiment_names(comparison: dict) -> list[str]:
-    return [str(e.get("name")) for e in comparison.get("experiments") or []]
 
 
 def _new_figure() -> tuple[Figure, Any]:
@@ -107,20 +104,19 @@ def _short_names(names: Sequence[str]) -> list[str]:
 
 # ----------------------------------------------------------------------------- distributions
 
-def _distribution_figure(comparison: dict, metric: dict) -> Figure | None:
+def _distribution_figure(comparison: Comparison, metric: ScoreSummary) -> Figure | None:
     """Box plot plus jittered item points per experiment, log axis for log-scale metrics."""
-    name = metric["name"]
-    log = metric.get("scale") == "log"
-    per_experiment = (comparison.get("scores") or {}).get(name) or {}
-    names = _experiment_names(comparison)
+    name = metric.name
+    log = metric.scale == "log"
+    per_experiment = comparison.scores.get(name) or {}
     series = []
-    for index, experiment in enumerate(names):
+    for index, experiment in enumerate(comparison.names):
         entry = per_experiment.get(experiment)
-        values = _finite(entry.get("values")) if entry else np.empty(0)
+        values = _finite(entry.values) if entry else np.empty(0)
         if log:
             values = values[values > 0]
         if entry and values.size:
-            series.append((index, experiment, values, entry.get("value")))
+            series.append((index, experiment, values, entry.value))
     if not series:
         return None
     figure, ax = _new_figure()
@@ -148,31 +144,30 @@ def _distribution_figure(comparison: dict, metric: dict) -> Figure | None:
     return figure
 
 
-def _distribution_caption(metric: dict) -> str:
-    scale = " Log scale." if metric.get("scale") == "log" else ""
-    return (f"Per-item {metric['name']} scores of each experiment: the box spans the quartiles (line: median, "
+def _distribution_caption(metric: ScoreSummary) -> str:
+    scale = " Log scale." if metric.scale == "log" else ""
+    return (f"Per-item {metric.name} scores of each experiment: the box spans the quartiles (line: median, "
             f"whiskers: 1.5 IQR), dots are items (jittered sideways), the diamond is the mean; "
             f"{_direction(metric)}.{scale}")
 
 
 # ----------------------------------------------------------------------------- means with CIs
 
-def _bounds(entry: dict) -> tuple[Any, float | None, float | None]:
-    value = entry.get("value")
-    low, high = entry.get("low"), entry.get("high")
-    return value, (low if is_number(low) else None), (high if is_number(high) else None)
+def _bounds(entry: ScoreValue) -> tuple[Any, float | None, float | None]:
+    low, high = entry.low, entry.high
+    return entry.value, (low if is_number(low) else None), (high if is_number(high) else None)
 
 
-def _in_unit_interval(comparison: dict, metric: dict) -> bool:
+def _in_unit_interval(comparison: Comparison, metric: ScoreSummary) -> bool:
     """Whether a linear metric's means and CIs all lie in [0, 1], so it can share an axis with others."""
-    if metric.get("scale") == "log":
+    if metric.scale == "log":
         return False
-    entries = ((comparison.get("scores") or {}).get(metric["name"]) or {}).values()
+    entries = (comparison.scores.get(metric.name) or {}).values()
     numbers = [n for e in entries for n in _bounds(e) if is_number(n)]
     return bool(numbers) and all(-1e-9 <= n <= 1 + 1e-9 for n in numbers)
 
 
-def _error_bar(ax: Any, x: float, entry: dict, colour: str, label: str, horizontal: bool) -> None:
+def _error_bar(ax: Any, x: float, entry: ScoreValue, colour: str, label: str, horizontal: bool) -> None:
     """One mean with its interval (no bar when the interval is unknown)."""
     value, low, high = _bounds(entry)
     if not is_number(value):
@@ -186,21 +181,21 @@ def _error_bar(ax: Any, x: float, entry: dict, colour: str, label: str, horizont
         ax.errorbar([x], [value], yerr=error, fmt="o", capsize=4, color=colour, label=label)
 
 
-def _means_overview_figure(comparison: dict, metrics: list[dict]) -> Figure:
+def _means_overview_figure(comparison: Comparison, metrics: list[ScoreSummary]) -> Figure:
     """All unit-interval metrics on one axis: one error bar per experiment and metric."""
-    names = _experiment_names(comparison)
+    names = comparison.names
     figure, ax = _new_figure()
     width = 0.7 / max(len(names), 1)
     for index, experiment in enumerate(names):
         offset = (index - (len(names) - 1) / 2) * width
         labelled = False
         for position, metric in enumerate(metrics):
-            entry = ((comparison.get("scores") or {}).get(metric["name"]) or {}).get(experiment)
-            if entry and is_number(entry.get("value")):
+            entry = (comparison.scores.get(metric.name) or {}).get(experiment)
+            if entry and is_number(entry.value):
                 label = "_nolegend_" if labelled else _mpl_text(experiment, _LABEL_CHARS)
                 _error_bar(ax, position + offset, entry, _colour(index), label, horizontal=False)
                 labelled = True
-    ticks = [_mpl_text(m["name"], 16) + ("" if m.get("higher_is_better", True) else "\n(lower better)")
+    ticks = [_mpl_text(m.name, 16) + ("" if m.higher_is_better else "\n(lower better)")
              for m in metrics]
     ax.set_xticks(range(len(metrics)), ticks, fontsize="small" if len(metrics) > 3 else None,
                   rotation=20 if len(metrics) > 4 else 0, ha="right" if len(metrics) > 4 else "center")
@@ -213,11 +208,11 @@ def _means_overview_figure(comparison: dict, metrics: list[dict]) -> Figure:
     return figure
 
 
-def _means_metric_figure(comparison: dict, metric: dict) -> Figure | None:
+def _means_metric_figure(comparison: Comparison, metric: ScoreSummary) -> Figure | None:
     """One metric's means per experiment (horizontal error bars), log axis for log-scale metrics."""
-    names = _experiment_names(comparison)
-    per_experiment = (comparison.get("scores") or {}).get(metric["name"]) or {}
-    rows = [(i, n) for i, n in enumerate(names) if is_number((per_experiment.get(n) or {}).get("value"))]
+    per_experiment = comparison.scores.get(metric.name) or {}
+    rows = [(i, n) for i, n in enumerate(comparison.names)
+            if n in per_experiment and is_number(per_experiment[n].value)]
     if not rows:
         return None
     figure, ax = _new_figure()
@@ -227,11 +222,11 @@ def _means_metric_figure(comparison: dict, metric: dict) -> Figure | None:
     ax.set_yticks(range(len(rows)), _short_names([r[1] for r in rows]))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.invert_yaxis()
-    if metric.get("scale") == "log":
+    if metric.scale == "log":
         ax.set_xscale("log")
         _log_labels(ax.xaxis)
-    ax.set_title(_mpl_text(f"{metric['name']}: mean with {_confidence_label(comparison)} CI", 60))
-    ax.set_xlabel(_mpl_text(f"{metric['name']} ({_direction(metric)})", 50))
+    ax.set_title(_mpl_text(f"{metric.name}: mean with {_confidence_label(comparison)} CI", 60))
+    ax.set_xlabel(_mpl_text(f"{metric.name} ({_direction(metric)})", 50))
     ax.set_ylabel("experiment")
     ax.grid(axis="x", alpha=0.3)
     _legend_outside(ax)
@@ -250,43 +245,44 @@ def _bins(differences: np.ndarray) -> np.ndarray:
     return edges if len(edges) - 1 <= _MAX_BINS else np.linspace(low, high, _MAX_BINS + 1)
 
 
-def _difference_figure(comparison: dict, metric: dict, pair: dict, system_index: int) -> Figure | None:
+def _difference_figure(comparison: Comparison, metric: ScoreSummary, pair: Pair,
+                       system_index: int) -> Figure | None:
     """Histogram of per-item differences (system − baseline), lines at 0 and at the mean, delta CI shaded."""
-    entry = (pair.get("metrics") or {}).get(metric["name"]) or {}
-    differences = _finite(entry.get("differences"))
-    if not differences.size:
+    entry = pair.metrics.get(metric.name)
+    differences = _finite(entry.differences if entry is not None else None)
+    if entry is None or not differences.size:
         return None
     colour = _colour(system_index)
     figure, ax = _new_figure()
     ax.hist(differences, bins=_bins(differences), color="0.6", edgecolor="white", label="items")
-    low, high = entry.get("delta_low"), entry.get("delta_high")
+    low, high = entry.delta_low, entry.delta_high
     if is_number(low) and is_number(high):
         ax.axvspan(low, high, color=colour, alpha=0.25, lw=0,
                    label=f"{_confidence_label(comparison)} CI of delta")
     ax.axvline(0.0, color="black", linestyle="--", linewidth=1, label="no difference")
     mean = float(np.mean(differences))
     ax.axvline(mean, color=colour, linewidth=2, label=f"mean difference ({mean:+.4g})")
-    baseline, system = str(pair.get("baseline")), str(pair.get("system"))
-    ax.set_title(_mpl_text(f"{metric['name']}: {_mpl_text(system, 20)} − {_mpl_text(baseline, 20)}", 70))
-    ax.set_xlabel(_mpl_text(f"per-item difference in {metric['name']} (system − baseline)", 60))
+    baseline, system = pair.baseline, pair.system
+    ax.set_title(_mpl_text(f"{metric.name}: {_mpl_text(system, 20)} − {_mpl_text(baseline, 20)}", 70))
+    ax.set_xlabel(_mpl_text(f"per-item difference in {metric.name} (system − baseline)", 60))
     ax.set_ylabel("items")
     ax.grid(axis="y", alpha=0.3)
     _legend_outside(ax)
     return figure
 
 
-def _difference_caption(metric: dict, pair: dict, count: int) -> str:
-    better = "right of 0" if metric.get("higher_is_better", True) else "left of 0"
-    return (f"Per-item differences in {metric['name']} ({pair.get('system')} minus {pair.get('baseline')}) "
-            f"on {count} shared items; {better} means {pair.get('system')} is better. Dashed line: no "
+def _difference_caption(metric: ScoreSummary, pair: Pair, count: int) -> str:
+    better = "right of 0" if metric.higher_is_better else "left of 0"
+    return (f"Per-item differences in {metric.name} ({pair.system} minus {pair.baseline}) "
+            f"on {count} shared items; {better} means {pair.system} is better. Dashed line: no "
             f"difference; solid line: mean difference; shaded: the delta's confidence interval.")
 
 
 # ----------------------------------------------------------------------------- all figures
 
-def iter_figures(comparison: dict) -> Iterator[tuple[PlotFile, Figure]]:
+def iter_figures(comparison: Comparison) -> Iterator[tuple[PlotFile, Figure]]:
     """Every figure of the report with its description, in page order, built but not saved."""
-    metrics = [m for m in comparison.get("metrics") or [] if m.get("name") is not None]
+    metrics = list(comparison.metrics)
     confidence = _confidence_label(comparison)
     counter = iter(range(1, 10_000))
 
@@ -294,16 +290,16 @@ def iter_figures(comparison: dict) -> Iterator[tuple[PlotFile, Figure]]:
         return f"{PLOTS_DIR}/{next(counter):03d}-{kind}-{_slug(metric)}{suffix}.png"
 
     for metric in metrics:
-        if metric.get("kind") == "corpus":
+        if metric.kind == "corpus":
             continue
         figure = _distribution_figure(comparison, metric)
         if figure is not None:
-            yield PlotFile(path("dist", metric["name"]), f"{metric['name']}: per-item scores",
-                           _distribution_caption(metric), SECTION_DISTRIBUTIONS, metric["name"]), figure
+            yield PlotFile(path("dist", metric.name), f"{metric.name}: per-item scores",
+                           _distribution_caption(metric), SECTION_DISTRIBUTIONS, metric.name), figure
 
     shared = [m for m in metrics if _in_unit_interval(comparison, m)]
     if shared:
-        listed = ", ".join(m["name"] for m in shared)
+        listed = ", ".join(m.name for m in shared)
         yield PlotFile(path("means", "overview"), f"Means with {confidence} confidence intervals",
                        f"Mean of each experiment with its {confidence} confidence interval, for the metrics "
                        f"on a 0–1 scale ({listed}).", SECTION_MEANS), \
@@ -313,27 +309,27 @@ def iter_figures(comparison: dict) -> Iterator[tuple[PlotFile, Figure]]:
             continue
         figure = _means_metric_figure(comparison, metric)
         if figure is not None:
-            scale = " Log scale." if metric.get("scale") == "log" else ""
-            yield PlotFile(path("means", metric["name"]), f"{metric['name']}: mean with {confidence} CI",
-                           f"Mean {metric['name']} of each experiment with its {confidence} confidence "
-                           f"interval; {_direction(metric)}.{scale}", SECTION_MEANS, metric["name"]), figure
+            scale = " Log scale." if metric.scale == "log" else ""
+            yield PlotFile(path("means", metric.name), f"{metric.name}: mean with {confidence} CI",
+                           f"Mean {metric.name} of each experiment with its {confidence} confidence "
+                           f"interval; {_direction(metric)}.{scale}", SECTION_MEANS, metric.name), figure
 
-    names = _experiment_names(comparison)
-    for number, pair in enumerate(comparison.get("pairs") or [], start=1):
-        baseline, system = str(pair.get("baseline")), str(pair.get("system"))
+    names = comparison.names
+    for number, pair in enumerate(comparison.pairs, start=1):
+        baseline, system = pair.baseline, pair.system
         system_index = names.index(system) if system in names else number
         for metric in metrics:
             figure = _difference_figure(comparison, metric, pair, system_index)
             if figure is None:
                 continue
-            count = _finite(((pair.get("metrics") or {}).get(metric["name"]) or {}).get("differences")).size
-            yield PlotFile(path("diff", metric["name"], f"-pair{number}"),
-                           f"{metric['name']}: {system} − {baseline}",
-                           _difference_caption(metric, pair, count), SECTION_DIFFERENCES, metric["name"],
+            count = _finite(pair.metrics[metric.name].differences).size
+            yield PlotFile(path("diff", metric.name, f"-pair{number}"),
+                           f"{metric.name}: {system} − {baseline}",
+                           _difference_caption(metric, pair, count), SECTION_DIFFERENCES, metric.name,
                            (baseline, system)), figure
 
 
-def write_plots(comparison: dict, plots_dir: str | Path) -> list[PlotFile]:
+def write_plots(comparison: Comparison, plots_dir: str | Path) -> list[PlotFile]:
     """Save every figure as a PNG into ``plots_dir`` (created); paths in the result are ``plots/<file>``."""
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.compare.analysis import VERDICT_NONE, VERDICT_SIGNIFICANT
+from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, Verdict
 from opik_metrics.core.numbers import is_number
 from opik_metrics.metrics.server_range import server_value
 
@@ -88,14 +88,18 @@ def pair_names(score: str, baseline: str, factor: int) -> dict[str, str]:
             "verdict": f"{score}.verdict vs {baseline}"}
 
 
-def directed_verdict(entry: Mapping[str, Any], system: str) -> int | None:
-    """+1 when ``system`` is significantly better in the score's declared direction, -1 when it is
-    significantly worse, 0 for no significant difference, None when no verdict can be given."""
-    if entry.get("verdict") == VERDICT_NONE or entry.get("significant") is None:
-        return None
-    if not entry["significant"]:
-        return 0
-    return 1 if entry.get("better") == system else -1
+_VERDICT_NUMBERS = {Verdict.BETTER: 1, Verdict.NO_DIFFERENCE: 0, Verdict.WORSE: -1, Verdict.NONE: None}
+# The publication's own words for a verdict (its schema /2), without the direction that
+# ``direction_verdict`` carries beside them.
+_SIGNIFICANCE_WORDS = {Verdict.BETTER: "significant", Verdict.WORSE: "significant",
+                       Verdict.NO_DIFFERENCE: "not significant", Verdict.NONE: "n/a"}
+
+
+def directed_verdict(verdict: Verdict) -> int | None:
+    """The analysis's verdict as published: +1 when the system is significantly better in the
+    score's declared direction, -1 when significantly worse, 0 for no significant difference, None
+    when no verdict can be given."""
+    return _VERDICT_NUMBERS[verdict]
 
 
 def _json_safe(value: Any) -> Any:
@@ -110,40 +114,37 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _pair_summary(pair: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _pair_summary(pair: Pair, metrics: Sequence[ScoreSummary]) -> dict[str, Any]:
     out = {}
     for metric in metrics:
-        entry = pair["metrics"][metric["name"]]
-        out[metric["name"]] = {
-            "baseline": entry["baseline"], "system": entry["system"], "difference": entry["delta"],
-            "difference_low": entry["delta_low"], "difference_high": entry["delta_high"],
-            "p_value": entry["p_value"], "verdict": entry["verdict"],
-            "direction_verdict": directed_verdict(entry, pair["system"]), "n": entry["n"],
-            "wins": entry["wins"], "ties": entry["ties"], "losses": entry["losses"], "note": entry.get("note")}
-    return {"baseline": pair["baseline"], "system": pair["system"], "shared_items": pair["shared_items"],
-            "scores": out}
+        entry = pair.metrics[metric.name]
+        out[metric.name] = {
+            "baseline": entry.baseline_value, "system": entry.system_value, "difference": entry.delta,
+            "difference_low": entry.delta_low, "difference_high": entry.delta_high,
+            "p_value": entry.p_value, "verdict": _SIGNIFICANCE_WORDS[entry.verdict],
+            "direction_verdict": directed_verdict(entry.verdict), "n": entry.n,
+            "wins": entry.wins, "ties": entry.ties, "losses": entry.losses, "note": entry.note}
+    return {"baseline": pair.baseline, "system": pair.system, "shared_items": pair.shared_items, "scores": out}
 
 
-def comparison_record(comparison: Mapping[str, Any]) -> dict[str, Any]:
+def comparison_record(comparison: Comparison) -> dict[str, Any]:
     """The comparison as it goes into every experiment's metadata: full precision, no per-item
     values, nothing that changes from one run of the same comparison to the next."""
-    metrics = comparison["metrics"]
-    baseline = comparison["experiments"][0]["name"]
-    settings = comparison["settings"]
+    metrics = comparison.metrics
+    settings = comparison.settings
     record = _json_safe({
         "schema": SCHEMA,
-        "baseline": baseline,
-        "experiments": [e["name"] for e in comparison["experiments"]],
-        "test": settings["test"], "resamples": settings["resamples"], "seed": settings["seed"],
-        "confidence": settings["confidence"], "alpha": settings["alpha"],
-        "versions": comparison.get("versions", {}),
-        "scores": {m["name"]: {"kind": m["kind"], "higher_is_better": m["higher_is_better"],
-                               "signature": m.get("signature"),
-                               "experiments": {name: {k: v[k] for k in ("value", "low", "high", "n")}
-                                               for name, v in comparison["scores"][m["name"]].items()}}
+        "baseline": comparison.names[0],
+        "experiments": comparison.names,
+        "test": settings.test, "resamples": settings.resamples, "seed": settings.seed,
+        "confidence": settings.confidence, "alpha": settings.alpha,
+        "versions": dict(comparison.versions),
+        "scores": {m.name: {"kind": m.kind, "higher_is_better": m.higher_is_better, "signature": m.signature,
+                            "experiments": {name: {"value": v.value, "low": v.low, "high": v.high, "n": v.n}
+                                            for name, v in comparison.scores[m.name].items()}}
                    for m in metrics},
-        "pairs": [_pair_summary(p, metrics) for p in comparison["pairs"]],
-        "notes": list(comparison.get("notes", [])),
+        "pairs": [_pair_summary(p, metrics) for p in comparison.pairs],
+        "notes": list(comparison.notes),
     })
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
     record["fingerprint"] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -154,11 +155,11 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def dashboard_name(comparison: Mapping[str, Any], project_name: str | None = None) -> str:
+def dashboard_name(comparison: Comparison, project_name: str | None = None) -> str:
     """The comparison's dashboard, named for its experiments (and project) so that publishing again
     finds it. Opik allows 120 characters: a longer name is cut and ends with a short hash of the
     whole, so it stays the same from one publish to the next (the full names are in its description)."""
-    names = [_one_line(e["name"]) for e in comparison["experiments"]]
+    names = [_one_line(name) for name in comparison.names]
     name = f"opik-metrics: {', '.join(names[1:])} vs {names[0]}" + (f" ({_one_line(project_name)})"
                                                                     if project_name else "")
     if java_length(name) <= DASHBOARD_NAME_MAX:
@@ -228,34 +229,34 @@ def _put(out: dict[str, float], name: str, value: Any) -> None:
         out[name] = stored
 
 
-def _diff_factors(comparison: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, int]:
+def _diff_factors(comparison: Comparison, record: Mapping[str, Any]) -> dict[str, int]:
     """Score -> the one factor its differences to the baseline are published at (one column per score)."""
     against = [p for p in record["pairs"] if p["baseline"] == record["baseline"]]
-    return {m["name"]: diff_factor([p["scores"][m["name"]]["difference"] for p in against], m.get("bounds"))
-            for m in comparison["metrics"]}
+    return {m.name: diff_factor([p["scores"][m.name]["difference"] for p in against], m.bounds)
+            for m in comparison.metrics}
 
 
-def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any],
+def experiment_scores(comparison: Comparison, record: Mapping[str, Any],
                       all_scores: bool = False) -> dict[str, dict[str, float]]:
     """Experiment name -> the experiment scores the comparison gives it (name -> value, rounded as
     the server stores it): against the baseline, on each other experiment, the difference and the
     verdict; with ``all_scores`` also the p-value, and on every experiment the interval (and a
     corpus score's value). A value no Opik server can hold (|value| >= 1e9) is left out."""
-    confidence = comparison["settings"]["confidence"]
+    confidence = comparison.settings.confidence
     baseline = record["baseline"]
     against_baseline = [p for p in record["pairs"] if p["baseline"] == baseline]
     factors = _diff_factors(comparison, record)
     out: dict[str, dict[str, float]] = {name: {} for name in record["experiments"]}
-    for metric in comparison["metrics"]:
-        score = metric["name"]
+    for metric in comparison.metrics:
+        score = metric.name
         if all_scores:
             low_name, high_name = interval_names(score, confidence)
-            for name, entry in comparison["scores"][score].items():
-                if metric["kind"] == "corpus":
-                    _put(out[name], score, entry["value"])
-                if is_number(entry["low"]) and is_number(entry["high"]):
-                    _put(out[name], low_name, entry["low"])
-                    _put(out[name], high_name, entry["high"])
+            for name, value in comparison.scores[score].items():
+                if metric.kind == "corpus":
+                    _put(out[name], score, value.value)
+                if is_number(value.low) and is_number(value.high):
+                    _put(out[name], low_name, value.low)
+                    _put(out[name], high_name, value.high)
         for pair in against_baseline:
             entry = pair["scores"][score]
             names = pair_names(score, baseline, factors[score])
@@ -263,27 +264,27 @@ def experiment_scores(comparison: Mapping[str, Any], record: Mapping[str, Any],
                 _put(out[pair["system"]], names["diff"], entry["difference"] * factors[score])
             if all_scores and is_number(entry["p_value"]):
                 _put(out[pair["system"]], names["p"],
-                     p_percent(entry["p_value"], entry["verdict"] == VERDICT_SIGNIFICANT, record["alpha"]))
+                     p_percent(entry["p_value"], entry["direction_verdict"] in (1, -1), record["alpha"]))
             if entry["direction_verdict"] is not None:
                 _put(out[pair["system"]], names["verdict"], entry["direction_verdict"])
     return out
 
 
-def _value_column(metric: Mapping[str, Any], comparison: Mapping[str, Any],
+def _value_column(metric: ScoreSummary, comparison: Comparison,
                   scores: Mapping[str, Mapping[str, float]]) -> tuple[str | None, bool]:
     """The leaderboard column showing ``metric``'s own value, and whether every compared experiment
     has it: Opik's mean of the items' feedback scores (``feedback_scores.<name>``) for a mean, the
     experiment score a run recorded or this publish writes (``experiment_scores.<name>``) for a corpus
     score."""
-    name, names = metric["name"], [e["name"] for e in comparison["experiments"]]
-    entries = comparison["scores"][name]
-    if metric["kind"] == "mean":
-        return f"feedback_scores.{name}", all(entries.get(e, {}).get("n") for e in names)
-    has = [is_number(entries.get(e, {}).get("recorded")) or name in scores[e] for e in names]
+    name, names = metric.name, comparison.names
+    entries = comparison.scores[name]
+    if metric.kind == "mean":
+        return f"feedback_scores.{name}", all(e in entries and entries[e].n for e in names)
+    has = [(e in entries and is_number(entries[e].recorded)) or name in scores[e] for e in names]
     return (f"experiment_scores.{name}" if any(has) else None), all(has)
 
 
-def dashboard_plan(comparison: Mapping[str, Any], record: Mapping[str, Any],
+def dashboard_plan(comparison: Comparison, record: Mapping[str, Any],
                    scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
     """What the dashboard's leaderboard and chart show: as columns each compared score's own value
     and its published verdict, ranked by the first compared score every experiment has, in its
@@ -293,12 +294,12 @@ def dashboard_plan(comparison: Mapping[str, Any], record: Mapping[str, Any],
              for score, factor in _diff_factors(comparison, record).items()}
     columns: list[str] = []
     ranking: tuple[str, bool] | None = None
-    for metric in comparison["metrics"]:
+    for metric in comparison.metrics:
         column, everywhere = _value_column(metric, comparison, scores)
         if column is not None:
             columns.append(column)
             if everywhere and ranking is None:
-                ranking = (column, bool(metric["higher_is_better"]))
+                ranking = (column, metric.higher_is_better)
     columns += [f"experiment_scores.{n['verdict']}" for n in names.values() if n["verdict"] in published]
     return {"leaderboard_columns": list(dict.fromkeys(columns)),
             "ranking_metric": ranking[0] if ranking else None,
@@ -306,7 +307,7 @@ def dashboard_plan(comparison: Mapping[str, Any], record: Mapping[str, Any],
             "difference_chart": [n["diff"] for n in names.values() if n["diff"] in published]}
 
 
-def build_publication(comparison: Mapping[str, Any], project_name: str | None = None, *,
+def build_publication(comparison: Comparison, project_name: str | None = None, *,
                       all_scores: bool = False) -> dict[str, Any]:
     """Everything a publish writes, as JSON: per experiment its experiment scores and the value of
     its metadata key ``opik_metrics_comparison``; the dashboard's name, description, markdown,

@@ -6,6 +6,7 @@ import pytest
 
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+from opik_metrics.compare.model import load_comparison
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import answer_with, items_for, store_with
@@ -28,12 +29,13 @@ def test_summary_report_and_json(store, tmp_path, capsys):
     assert "corpus_bleu" in printed and "rouge1_f1" in printed and "rouge1_precision" not in printed
     assert "failed items: sys-c 1" in printed
     assert f"report: {out / 'index.html'}" in printed
-    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    written = load_comparison(out / "comparison.json")
     with ExperimentStore(store) as db:
         runs = load_experiments(["sys-a", "sys-b", "sys-c"], store=db)
     expected = compare_experiments(runs, CompareSettings(resamples=200, seed=5), source=f"local store {store}",
-                                   created_at=data["created_at"])
-    assert data == json.loads(json.dumps(expected))
+                                   created_at=written.created_at)
+    assert written == expected
+    assert (out / "comparison.json").read_text(encoding="utf-8") == expected.to_json()
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "sys-a" in html and "sys-c" in html and "crashed on this item" in html
     assert (out / "plots").is_dir() and any((out / "plots").glob("*.png"))
@@ -42,7 +44,10 @@ def test_summary_report_and_json(store, tmp_path, capsys):
 def test_json_output_and_chosen_metrics(store, tmp_path, capsys):
     assert main(["compare", "sys-a", "sys-b", "--store", str(store), "-o", str(tmp_path / "r"), "--metric", "bleu",
                  "--metric", "corpus_bleu", "--format", "json", "--resamples", "100"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    assert printed == (tmp_path / "r" / "comparison.json").read_text(encoding="utf-8")   # the file's JSON
+    data = json.loads(printed)
+    assert data["schema"] == "opik-metrics/compare/2"
     assert [m["name"] for m in data["metrics"]] == ["bleu", "corpus_bleu"]
     assert data["pairs"][0]["metrics"]["corpus_bleu"]["p_value"] is not None
 

@@ -1,4 +1,5 @@
-"""A realistic comparison dict (schema opik-metrics/compare/1) from seeded random scores, for report tests.
+"""A realistic comparison.json (schema opik-metrics/compare/2) from seeded random scores, for report tests:
+``make_comparison`` gives its JSON object, ``sample`` the Comparison it reads as.
 
 Texts contain ``<script>``, ``&`` and non-ASCII characters to exercise escaping; items fail; corpus_bleu
 has no per-item values; with three experiments perplexity is missing for the third.
@@ -9,21 +10,24 @@ import itertools
 
 import numpy as np
 
+from opik_metrics.compare.model import Comparison
+
 NAMES = ["system-a", "system-b & co", "système-ç"]
 MODELS = ["t5-small", "t5-small-tuned", "flan-t5-base"]
 QUALITY = [0.0, 0.06, -0.01]  # how much better than system-a each one is
 METRICS = [
-    {"name": "rouge1", "kind": "mean", "higher_is_better": True, "scale": "linear",
+    {"name": "rouge1", "kind": "mean", "higher_is_better": True, "scale": "linear", "bounds": [0.0, 1.0],
      "signature": "rouge1_f1|tok:default|stem:yes|opik-metrics:0.1.0"},
-    {"name": "rougeL", "kind": "mean", "higher_is_better": True, "scale": "linear",
+    {"name": "rougeL", "kind": "mean", "higher_is_better": True, "scale": "linear", "bounds": [0.0, 1.0],
      "signature": "rougeL_f1|tok:default|stem:yes|opik-metrics:0.1.0"},
-    {"name": "bleu", "kind": "mean", "higher_is_better": True, "scale": "linear",
+    {"name": "bleu", "kind": "mean", "higher_is_better": True, "scale": "linear", "bounds": [0.0, 1.0],
      "signature": "nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0"},
-    {"name": "corpus_bleu", "kind": "corpus", "higher_is_better": True, "scale": "linear",
+    {"name": "corpus_bleu", "kind": "corpus", "higher_is_better": True, "scale": "linear", "bounds": [0.0, 1.0],
      "signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"},
-    {"name": "bertscore_f1", "kind": "mean", "higher_is_better": True, "scale": "linear",
+    {"name": "bertscore_f1", "kind": "mean", "higher_is_better": True, "scale": "linear", "bounds": [None, None],
      "signature": "packaged:minilm_L6_no-idf_version=0.3.13(hug_trans=4.46.0) & rescaled"},
-    {"name": "perplexity", "kind": "mean", "higher_is_better": False, "scale": "log", "signature": None},
+    {"name": "perplexity", "kind": "mean", "higher_is_better": False, "scale": "log", "bounds": [1.0, None],
+     "signature": None},
 ]
 FAILED = {  # experiment index -> (position, stage, reason)
     0: [(7, "task", "ValueError: model returned <empty> & nothing else"),
@@ -71,7 +75,8 @@ def _score_entry(rng, values: np.ndarray, failed: int, corpus: bool) -> dict:
     if corpus:
         value, low, high = value * 1.04, low * 1.04, high * 1.04
     return {"value": round(value, 6), "low": round(float(low), 6), "high": round(float(high), 6),
-            "n": len(values), "failed": failed, "values": [] if corpus else [round(float(v), 6) for v in values]}
+            "n": len(values), "failed": failed, "non_finite": 0, "non_finite_kinds": {},
+            "values": [] if corpus else [round(float(v), 6) for v in values], "recorded": None}
 
 
 def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, shared: list[int]) -> dict:
@@ -85,9 +90,15 @@ def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, share
     delta = float(diff.mean()) * (1.04 if corpus else 1.0)
     low, high = np.quantile(resampled, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
     p_value = min(1.0, 2 * min((resampled <= 0).mean(), (resampled >= 0).mean()) + 1 / (RESAMPLES + 1))
+    if p_value >= ALPHA:
+        verdict = "no significant difference"
+    else:   # significant: better when the difference goes the score's way
+        verdict = "better" if (delta > 0) == metric["higher_is_better"] else "worse"
     entry = {"baseline": round(float(b.mean()), 6), "system": round(float(s.mean()), 6),
              "delta": round(delta, 6), "delta_low": round(float(low), 6), "delta_high": round(float(high), 6),
-             "p_value": round(float(p_value), 6), "significant": bool(p_value < ALPHA), "note": None}
+             "p_value": round(float(p_value), 6), "verdict": verdict, "n": len(shared),
+             "non_finite": {"baseline": 0, "system": 0}, "non_finite_kinds": {"baseline": {}, "system": {}},
+             "note": None, "gate": None}
     if corpus:
         return {**entry, "wins": None, "ties": None, "losses": None, "differences": [],
                 "largest_differences": []}
@@ -105,8 +116,10 @@ def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, share
 def _missing_pair_metric(metric: dict, base: dict, system: dict, missing: str) -> dict:
     """A pair entry for a metric that one side lacks: no test, a note saying why."""
     return {"baseline": None, "system": None, "delta": None, "delta_low": None, "delta_high": None,
-            "p_value": None, "significant": None, "note": f"{metric['name']} was not computed for {missing}",
-            "wins": None, "ties": None, "losses": None, "differences": [], "largest_differences": []}
+            "p_value": None, "verdict": "n/a", "n": 0, "non_finite": {"baseline": 0, "system": 0},
+            "non_finite_kinds": {"baseline": {}, "system": {}}, "wins": None, "ties": None, "losses": None,
+            "differences": [], "largest_differences": [], "note": f"{metric['name']} was not computed for {missing}",
+            "gate": None}
 
 
 def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dict:
@@ -147,23 +160,24 @@ def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dic
             pair_metrics[metric["name"]] = (_missing_pair_metric(metric, base, system, missing[0]) if missing
                                             else _pair_metric(rng, metric, base, system, texts, shared))
         pairs.append({"baseline": base["name"], "system": system["name"], "shared_items": len(shared),
-                      "metrics": pair_metrics})
+                      "config_differences": {}, "metrics": pair_metrics})
 
     return {
-        "schema": "opik-metrics/compare/1",
+        "schema": "opik-metrics/compare/2",
         "created_at": "2026-11-22T10:00:00+00:00",
         "source": "local store /tmp/runs/experiments.sqlite",
         "settings": {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "alpha": ALPHA,
-                     "tie_tolerance": 1e-9, "top_k": TOP_K,
+                     "tie_tolerance": 1e-9, "top_k": TOP_K, "min_items": 5,
                      "test": "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"},
         "versions": {"opik-metrics": "0.1.0", "numpy": np.__version__, "sacrebleu": "2.6.0"},
         "experiments": [
             {"name": run["name"], "dataset": "demo-summaries", "status": "finished", "items": items,
              "scored_items": len(run["scored"]), "failed_items": items - len(run["scored"]),
-             "model": MODELS[run["index"]],
+             "model": MODELS[run["index"]], "source": None,
              "config": {"model": MODELS[run["index"]], "temperature": 0.2 * run["index"],
                         "prompt": "Summarise: {input} <b>& keep it short</b>",
-                        "metrics": [m["name"] for m in METRICS], "versions": {"transformers": "4.46.0"}}}
+                        "metrics": [m["name"] for m in METRICS], "versions": {"transformers": "4.46.0"}},
+             "experiment_scores": {}}
             for run in runs],
         "metrics": [dict(m) for m in METRICS],
         "scores": metric_scores,
@@ -175,3 +189,8 @@ def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dic
                   "corpus_bleu is a corpus-level score: it has no per-item differences",
                   "items that failed in either experiment are left out of the paired test <not & scored>"],
     }
+
+
+def sample(experiments: int = 2, items: int = 40, seed: int = 7) -> Comparison:
+    """``make_comparison``'s JSON read as the Comparison the report, summary and publication take."""
+    return Comparison.from_dict(make_comparison(experiments, items, seed))

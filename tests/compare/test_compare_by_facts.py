@@ -11,6 +11,7 @@ from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics import BLEU, DistillationKL, Perplexity
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+from opik_metrics.compare.model import Verdict
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import answer_with, items_for
@@ -63,27 +64,29 @@ def compared(tmp_path_factory):
 
 
 def _metric(comparison, name):
-    return next(m for m in comparison["metrics"] if m["name"] == name)
+    return next(m for m in comparison.metrics if m.name == name)
 
 
 def test_directions_come_from_the_metrics(compared):
     comparison, _ = compared
-    direction = {m["name"]: m["higher_is_better"] for m in comparison["metrics"]}
+    direction = {m.name: m.higher_is_better for m in comparison.metrics}
     assert direction == {"latency_ms": False, "length": True, "sacre": True, "corpus_sacre": True,
                          "ppl": False, "corpus_ppl": False, "kl": False, "corpus_kl": False}
-    assert _metric(comparison, "ppl")["scale"] == "log" and _metric(comparison, "sacre")["scale"] == "linear"
-    latency = comparison["pairs"][0]["metrics"]["latency_ms"]
+    assert _metric(comparison, "ppl").scale == "log" and _metric(comparison, "sacre").scale == "linear"
+    latency = comparison.pairs[0].metrics["latency_ms"]
+    better = comparison.pairs[0].better("latency_ms")
     # the good system answers with as many words: latency ties; POOR is shorter, so it wins on latency
-    assert latency["delta"] > 0 and latency["better"] in (None, "poor") and latency["wins"] == 0
+    assert latency.delta > 0 and better in (None, "poor") and latency.wins == 0
 
 
 def test_renamed_bleu_has_its_corpus_score_equal_to_sacrebleu(compared):
     comparison, _ = compared
     for name, outputs in (("poor", POOR), ("good", GOOD)):
         want = sacrebleu.corpus_bleu(outputs, [REFS]).score / 100
-        assert comparison["scores"]["corpus_sacre"][name]["value"] == pytest.approx(want, abs=1e-12)
-    pair = comparison["pairs"][0]["metrics"]["corpus_sacre"]
-    assert pair["better"] == "good" and pair["p_value"] < 0.05
+        assert comparison.scores["corpus_sacre"][name].value == pytest.approx(want, abs=1e-12)
+    pair = comparison.pairs[0].metrics["corpus_sacre"]
+    assert comparison.pairs[0].better("corpus_sacre") == "good" and pair.p_value < 0.05
+    assert pair.verdict is Verdict.BETTER                                       # good is the system
 
 
 def test_renamed_perplexity_and_corpus_kl_are_pooled_from_statistics(compared):
@@ -92,15 +95,16 @@ def test_renamed_perplexity_and_corpus_kl_are_pooled_from_statistics(compared):
         items = metrics["ppl"].score_batch(outputs)
         nll = sum(r[0].metadata["nll_sum"] for r in items)
         tokens = sum(r[0].metadata["n_tokens"] for r in items)
-        assert comparison["scores"]["corpus_ppl"][name]["value"] == pytest.approx(math.exp(nll / tokens), rel=1e-6)   # float32 forward passes, batched differently
+        assert comparison.scores["corpus_ppl"][name].value == pytest.approx(math.exp(nll / tokens), rel=1e-6)   # float32 forward passes, batched differently
         kl = metrics["kl"].score_batch(outputs)
         pooled = sum(r[0].metadata["kl_sum"] for r in kl) / sum(r[0].metadata["n_tokens"] for r in kl)
-        entry = comparison["scores"]["corpus_kl"][name]
-        assert entry["value"] == pytest.approx(pooled, rel=1e-6) and entry["low"] <= entry["value"] <= entry["high"]
-    pair = comparison["pairs"][0]["metrics"]["corpus_kl"]
-    assert pair["p_value"] is not None and pair["n"] == len(REFS)
-    if pair["significant"]:
-        assert pair["better"] == ("good" if pair["delta"] < 0 else "poor")   # lower KL is better
+        entry = comparison.scores["corpus_kl"][name]
+        assert entry.value == pytest.approx(pooled, rel=1e-6) and entry.low <= entry.value <= entry.high
+    pair = comparison.pairs[0].metrics["corpus_kl"]
+    assert pair.p_value is not None and pair.n == len(REFS)
+    if pair.significant:
+        assert pair.verdict is (Verdict.BETTER if pair.delta < 0 else Verdict.WORSE)   # lower KL is better
+        assert comparison.pairs[0].better("corpus_kl") == ("good" if pair.delta < 0 else "poor")
 
 
 def test_stored_experiments_compare_right_without_the_metric_objects(tmp_path):

@@ -3,14 +3,14 @@ infinite and NaN scores are counted and said to be left out, a row with nothing 
 n/a; the same in comparison.json, the text summary and the HTML report."""
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.html_report import _significance
+from opik_metrics.compare.html_report import verdict_badge
+from opik_metrics.compare.model import Comparison, Verdict
 from opik_metrics.compare.report import write_report
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.compare.summary import format_comparison
@@ -47,14 +47,14 @@ def test_one_shared_item_gives_no_verdict_and_no_p_value(tmp_path):
     a = experiment("a", {"score": [0.1, 0.2, 0.3]}, failed=[1, 2])
     b = experiment("b", {"score": [0.9, 0.2, 0.3]}, failed=[2])
     comparison = compare_experiments([a, b], SETTINGS, created_at="t")
-    entry = comparison["pairs"][0]["metrics"]["score"]
-    assert entry["n"] == 1 and entry["p_value"] is None      # every resample is the one pair: nothing to test
-    assert entry["significant"] is None and entry["better"] is None and entry["verdict"] == "n/a"
-    assert "only 1 paired item: no test is possible and a verdict needs at least 5" in entry["note"]
-    assert comparison["settings"]["min_items"] == 5
+    entry = comparison.pairs[0].metrics["score"]
+    assert entry.n == 1 and entry.p_value is None      # every resample is the one pair: nothing to test
+    assert entry.significant is None and comparison.pairs[0].better("score") is None and entry.verdict is Verdict.NONE
+    assert "only 1 paired item: no test is possible and a verdict needs at least 5" in entry.note
+    assert comparison.settings.min_items == 5
     assert any("a verdict (significant or not) needs at least 5 paired items" in n and "score (b vs a: 1)" in n
-               for n in comparison["notes"])
-    assert not any("not corrected for multiple comparisons" in n for n in comparison["notes"])
+               for n in comparison.notes)
+    assert not any("not corrected for multiple comparisons" in n for n in comparison.notes)
 
     text = format_comparison(comparison)
     assert "a verdict needs at least 5 paired items" in text
@@ -64,11 +64,11 @@ def test_one_shared_item_gives_no_verdict_and_no_p_value(tmp_path):
     page = files.html.read_text(encoding="utf-8")
     assert '<span class="badge na"' in page and "significant: better" not in page
     assert "a verdict needs 5 paired items" in page
-    assert json.loads(files.json.read_text(encoding="utf-8")) == comparison
+    assert Comparison.from_json(files.json.read_text(encoding="utf-8")) == comparison
 
     five = compare_experiments([experiment("a", {"s": [0.1 * k for k in range(5)]}),
                                 experiment("b", {"s": [0.1 * k + 0.5 for k in range(5)]})], SETTINGS)
-    assert five["pairs"][0]["metrics"]["s"]["verdict"] == "significant"          # five items: a verdict
+    assert five.pairs[0].metrics["s"].verdict is Verdict.BETTER          # five items: a verdict
     with pytest.raises(ValueError, match="min_items: expected a positive integer"):
         compare_experiments([a, b], CompareSettings(min_items=0))
 
@@ -77,14 +77,14 @@ def test_nothing_to_compare_is_n_a_not_not_significant(tmp_path):
     a = experiment("a", {"score": [0.1, 0.2], "only_a": [0.5, 0.6]})
     b = experiment("b", {"score": [0.3, 0.4], "only_a": [None, None]})
     comparison = compare_experiments([a, b], SETTINGS, created_at="t")
-    entry = comparison["pairs"][0]["metrics"]["only_a"]
-    assert entry["n"] == 0 and entry["p_value"] is None and entry["significant"] is None
-    assert entry["verdict"] == "n/a" and "nothing to compare" in entry["note"]
-    assert any("nothing to compare" in n and "only_a (b vs a)" in n for n in comparison["notes"])
+    entry = comparison.pairs[0].metrics["only_a"]
+    assert entry.n == 0 and entry.p_value is None and entry.significant is None
+    assert entry.verdict is Verdict.NONE and "nothing to compare" in entry.note
+    assert any("nothing to compare" in n and "only_a (b vs a)" in n for n in comparison.notes)
     text = format_comparison(comparison)
     (row,) = _rows(text, "only_a ")
     assert "n/a" in row and "not significant" not in row
-    assert "n/a" in _significance(entry, {"higher_is_better": True})
+    assert "n/a" in verdict_badge(entry)
 
 
 def test_infinite_and_nan_scores_are_counted_and_left_out_with_a_note(tmp_path):
@@ -105,18 +105,18 @@ def test_infinite_and_nan_scores_are_counted_and_left_out_with_a_note(tmp_path):
         runs = load_experiments(["base", "sys"], store=store)
     comparison = compare_experiments(runs, SETTINGS, created_at="t")
 
-    scores = comparison["scores"]["surprise"]
-    assert (scores["sys"]["n"], scores["sys"]["non_finite"], scores["sys"]["non_finite_kinds"]) == (45, 15, {"inf": 15})
-    assert (scores["base"]["n"], scores["base"]["non_finite"], scores["base"]["non_finite_kinds"]) == (57, 3, {"nan": 3})
-    assert scores["sys"]["failed"] == 0 and scores["base"]["failed"] == 0
-    pair = comparison["pairs"][0]
-    entry = pair["metrics"]["surprise"]
-    assert pair["shared_items"] == 60 and entry["n"] == 42
-    assert entry["non_finite"] == {"baseline": 3, "system": 15}
-    assert entry["wins"] + entry["ties"] + entry["losses"] == 42
-    assert "18 of 60 shared items left out: surprise is not finite there (base: 3 NaN; sys: 15 inf)" in entry["note"]
-    assert entry["verdict"] == "significant" and entry["better"] == "sys"          # on the 42 it can compare
-    notes = comparison["notes"]
+    scores = comparison.scores["surprise"]
+    assert (scores["sys"].n, scores["sys"].non_finite, scores["sys"].non_finite_kinds) == (45, 15, {"inf": 15})
+    assert (scores["base"].n, scores["base"].non_finite, scores["base"].non_finite_kinds) == (57, 3, {"nan": 3})
+    assert scores["sys"].failed == 0 and scores["base"].failed == 0
+    pair = comparison.pairs[0]
+    entry = pair.metrics["surprise"]
+    assert pair.shared_items == 60 and entry.n == 42
+    assert entry.non_finite == {"baseline": 3, "system": 15}
+    assert entry.wins + entry.ties + entry.losses == 42
+    assert "18 of 60 shared items left out: surprise is not finite there (base: 3 NaN; sys: 15 inf)" in entry.note
+    assert entry.verdict is Verdict.BETTER and pair.better("surprise") == "sys"     # on the 42 it can compare
+    notes = comparison.notes
     assert "sys: surprise is not finite for 15 of 60 items with an output (15 inf); they are left out of its " \
            "value, interval and paired tests" in notes
     assert any(n.startswith("base: surprise is not finite for 3 of 60 items") for n in notes)
@@ -128,7 +128,7 @@ def test_infinite_and_nan_scores_are_counted_and_left_out_with_a_note(tmp_path):
     assert "18 of 60 shared items left out" in text and "15 of 60 items with an output (15 inf)" in text
 
     files = write_report(comparison, tmp_path / "report")
-    assert json.loads(files.json.read_text(encoding="utf-8")) == comparison
+    assert Comparison.from_json(files.json.read_text(encoding="utf-8")) == comparison
     page = files.html.read_text(encoding="utf-8")
     assert "Not finite (left out)" in page and "15 (15 inf)" in page and "3 (3 NaN)" in page
     assert "18 of 60 shared items left out" in page and "Paired items" in page
@@ -141,6 +141,6 @@ def test_an_output_cut_mid_emoji_still_gives_a_report(tmp_path):
     b.items[5].input = {"reference": "cut \ud83d"}
     comparison = compare_experiments([a, b], SETTINGS, created_at="t")
     files = write_report(comparison, tmp_path / "report")
-    assert json.loads(files.json.read_text(encoding="utf-8")) == comparison
+    assert Comparison.from_json(files.json.read_text(encoding="utf-8")) == comparison
     page = files.html.read_text(encoding="utf-8")
     assert "a smiling cat \\ud83d" in page and "cut \\ud83d" in page

@@ -42,16 +42,16 @@ def test_corpus_bleu_significance_matches_sacrebleu_paired_bs(tmp_path, monkeypa
     test = PairedTest(list(systems.items()), {"BLEU": SacreBLEU()}, [refs], test_type="bs", n_samples=1000)
     _, sacre = test()
     baseline, system = sacre["BLEU"]
-    entry = result["pairs"][0]["metrics"]["corpus_bleu"]
-    assert entry["baseline"] == pytest.approx(baseline.score / 100, abs=1e-12)
-    assert entry["system"] == pytest.approx(system.score / 100, abs=1e-12)
-    assert entry["p_value"] == pytest.approx(system.p_value, abs=1e-12)
+    entry = result.pairs[0].metrics["corpus_bleu"]
+    assert entry.baseline_value == pytest.approx(baseline.score / 100, abs=1e-12)
+    assert entry.system_value == pytest.approx(system.score / 100, abs=1e-12)
+    assert entry.p_value == pytest.approx(system.p_value, abs=1e-12)
     # sacrebleu's interval is the half width between the same ranks; its resamples are float32 (see test_bootstrap)
-    scores = result["scores"]["corpus_bleu"]
+    scores = result.scores["corpus_bleu"]
     for name, sacre_result in (("baseline", baseline), ("system", system)):
-        half_width = (scores[name]["high"] - scores[name]["low"]) / 2
+        half_width = (scores[name].high - scores[name].low) / 2
         assert half_width == pytest.approx(sacre_result.ci / 100, abs=2e-7)
-        assert scores[name]["recorded"] == pytest.approx(scores[name]["value"], abs=1e-12)
+        assert scores[name].recorded == pytest.approx(scores[name].value, abs=1e-12)
 
 
 def test_item_means_match_rouge_score_and_the_direct_interval(tmp_path):
@@ -60,12 +60,12 @@ def test_item_means_match_rouge_score_and_the_direct_interval(tmp_path):
     oracle = rouge_scorer.RougeScorer(["rouge1", "rougeL"])
     for name, outputs in systems.items():
         f1 = [oracle.score(r, o)["rouge1"].fmeasure for r, o in zip(refs, outputs)]
-        entry = result["scores"]["rouge1_f1"][name]
-        assert entry["values"] == pytest.approx(f1, abs=1e-12)
-        assert entry["value"] == pytest.approx(np.mean(f1), abs=1e-12)
+        entry = result.scores["rouge1_f1"][name]
+        assert entry.values == pytest.approx(f1, abs=1e-12)
+        assert entry.value == pytest.approx(np.mean(f1), abs=1e-12)
         idx = np.random.default_rng(3).choice(40, size=(500, 40), replace=True)
         means = np.sort(np.asarray(f1)[idx].mean(axis=1))
-        assert (entry["low"], entry["high"]) == (pytest.approx(means[12], abs=1e-12),
+        assert (entry.low, entry.high) == (pytest.approx(means[12], abs=1e-12),
                                                  pytest.approx(means[487], abs=1e-12))
 
 
@@ -74,14 +74,14 @@ def test_failed_items_are_left_out_of_pairs_and_listed(tmp_path):
     systems["system"] = list(systems["system"])
     systems["system"][4] = "!fail"
     result = _compare(tmp_path, refs, systems, resamples=200)
-    pair = result["pairs"][0]
-    assert pair["shared_items"] == 29 and pair["metrics"]["corpus_bleu"]["n"] == 29
-    (failure,) = result["failed_items"]["system"]
-    assert failure["position"] == 4 and failure["reason"] == "RuntimeError: the system crashed on this item"
-    assert failure["input"] == f"line: 5 | reference: {refs[4]}"
+    pair = result.pairs[0]
+    assert pair.shared_items == 29 and pair.metrics["corpus_bleu"].n == 29
+    (failure,) = result.failed_items["system"]
+    assert failure.position == 4 and failure.reason == "RuntimeError: the system crashed on this item"
+    assert failure.input == f"line: 5 | reference: {refs[4]}"
     # the corpus BLEU of the pair is sacrebleu's on the 29 shared items
     keep = [k for k in range(30) if k != 4]
     for name in ("baseline", "system"):
         hyps = [systems[name][k] for k in keep]
         expected = SacreBLEU().corpus_score(hyps, [[refs[k] for k in keep]]).score / 100
-        assert pair["metrics"]["corpus_bleu"][name] == pytest.approx(expected, abs=1e-12)
+        assert getattr(pair.metrics["corpus_bleu"], f"{name}_value") == pytest.approx(expected, abs=1e-12)

@@ -58,9 +58,9 @@ def test_the_intervals_are_the_comparison_reports(tmp_path):
         logged = {name: store.info(name).experiment_scores for name in ("poor", "good")}
     for score in ("bleu", "corpus_bleu", "latency"):
         for name in ("poor", "good"):
-            entry = comparison["scores"][score][name]
-            assert logged[name][f"{score}.ci_low"] == pytest.approx(entry["low"], abs=1e-12)
-            assert logged[name][f"{score}.ci_high"] == pytest.approx(entry["high"], abs=1e-12)
+            entry = comparison.scores[score][name]
+            assert logged[name][f"{score}.ci_low"] == pytest.approx(entry.low, abs=1e-12)
+            assert logged[name][f"{score}.ci_high"] == pytest.approx(entry.high, abs=1e-12)
 
 
 def _result(value, failed=False):

@@ -1,7 +1,8 @@
 """What a publication holds, worked out by hand: scales that survive Opik's two decimals, values
 rounded as the server stores them, names with the baseline in them, two of them per score and
 baseline unless all are asked for, verdicts in the declared direction, the dashboard's name, table,
-leaderboard and chart, and a record that does not change from one run of the same comparison to the next."""
+leaderboard and chart, and a record that does not change from one run of the same comparison to the next.
+Comparisons are changed as their comparison.json and read back (``_c``) for the publication."""
 from __future__ import annotations
 
 import copy
@@ -14,6 +15,7 @@ from opik_metrics.compare.publication import (DASHBOARD_NAME_MAX, build_publicat
                                               markdown_table, p_percent, pair_names, same_stored, server_value)
 from opik_metrics import BLEU
 from opik_metrics.compare.analysis import compare_experiments
+from opik_metrics.compare.model import Comparison, Verdict
 from opik_metrics.compare.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import store_with
@@ -30,7 +32,12 @@ def made(tmp_path_factory):
 
 @pytest.fixture
 def comparison(made):
-    return copy.deepcopy(made)
+    """The comparison's JSON object, to change before reading it back with ``_c``."""
+    return made.to_dict()
+
+
+def _c(data):
+    return Comparison.from_dict(data)
 
 
 @pytest.mark.parametrize("deltas, bounds, factor", [
@@ -73,34 +80,31 @@ def test_names():
     assert pair_names("ppl", "b", 1)["diff"] == "ppl.diff vs b"
 
 
-@pytest.mark.parametrize("entry, verdict", [
-    ({"verdict": "significant", "significant": True, "better": "sys"}, 1),
-    ({"verdict": "significant", "significant": True, "better": "base"}, -1),   # e.g. higher perplexity
-    ({"verdict": "not significant", "significant": False, "better": None}, 0),
-    ({"verdict": "n/a", "significant": None, "better": None}, None),
+@pytest.mark.parametrize("verdict, number", [
+    (Verdict.BETTER, 1), (Verdict.WORSE, -1),   # worse: e.g. higher perplexity
+    (Verdict.NO_DIFFERENCE, 0), (Verdict.NONE, None),
 ])
-def test_directed_verdict(entry, verdict):
-    assert directed_verdict(entry, "sys") == verdict
+def test_directed_verdict(verdict, number):
+    assert directed_verdict(verdict) == number
 
 
 def test_a_lower_is_better_score_worse_in_the_system_is_published_as_minus_one(comparison):
     base, system = "poor", "good"
     entry = comparison["pairs"][0]["metrics"]["latency"]
-    entry.update(delta=0.0042, delta_low=0.001, delta_high=0.0071, p_value=0.002, significant=True,
-                 verdict="significant", better=base)
+    entry.update(delta=0.0042, delta_low=0.001, delta_high=0.0071, p_value=0.002, verdict="worse")
     comparison["pairs"][1]["metrics"]["latency"].update(delta=0.0, delta_low=-0.003, delta_high=0.002)  # poor vs same
-    scores = build_publication(comparison, all_scores=True)["experiments"][system]["experiment_scores"]
+    scores = build_publication(_c(comparison), all_scores=True)["experiments"][system]["experiment_scores"]
     assert scores[f"latency.diff_x100 vs {base}"] == pytest.approx(0.42)
     assert scores[f"latency.p_pct vs {base}"] == pytest.approx(0.2)
     assert scores[f"latency.verdict vs {base}"] == -1.0
     assert not any(" vs " in name
-                   for name in build_publication(comparison, all_scores=True)["experiments"][base]["experiment_scores"])
+                   for name in build_publication(_c(comparison), all_scores=True)["experiments"][base]["experiment_scores"])
 
 
 def test_an_na_verdict_is_not_published_but_its_p_is(comparison):
     base, system = "poor", "good"
-    comparison["pairs"][0]["metrics"]["bleu"].update(verdict="n/a", significant=None, p_value=0.3)
-    scores = build_publication(comparison, all_scores=True)["experiments"][system]["experiment_scores"]
+    comparison["pairs"][0]["metrics"]["bleu"].update(verdict="n/a", p_value=0.3)
+    scores = build_publication(_c(comparison), all_scores=True)["experiments"][system]["experiment_scores"]
     assert f"bleu.verdict vs {base}" not in scores and scores[f"bleu.p_pct vs {base}"] == pytest.approx(30.0)
 
 
@@ -108,16 +112,16 @@ def test_the_record_is_the_same_for_the_same_comparison_made_again(comparison):
     first = comparison
     again = copy.deepcopy(first)
     again["created_at"] = "2030-01-01T00:00:00+00:00"
-    assert comparison_record(first) == comparison_record(again)
-    record = comparison_record(first)
+    assert comparison_record(_c(first)) == comparison_record(_c(again))
+    record = comparison_record(_c(first))
     assert "values" not in json.dumps(record["scores"]) and len(record["pairs"]) == 3     # every pair, as the notes count
     changed = copy.deepcopy(first)
     changed["pairs"][0]["metrics"]["bleu"]["p_value"] = 0.5
-    assert comparison_record(changed)["fingerprint"] != record["fingerprint"]
+    assert comparison_record(_c(changed))["fingerprint"] != record["fingerprint"]
 
 
 def test_markdown_table_rows_and_p_floor(comparison):
-    record = comparison_record(comparison)
+    record = comparison_record(_c(comparison))
     pair = record["pairs"][0]["scores"]
     pair["bleu"].update(p_value=1 / 1001, direction_verdict=1, difference=0.0123, difference_low=0.004,
                         difference_high=0.02)
@@ -164,7 +168,7 @@ def _names_per_score(publication, scores):
 
 def test_by_default_two_names_per_score_and_baseline_and_all_on_request(comparison):
     scores = [m["name"] for m in comparison["metrics"]]
-    default = build_publication(comparison)
+    default = build_publication(_c(comparison))
     assert default["experiments"]["poor"]["experiment_scores"] == {}            # the baseline gets no column
     for exp in ("good", "same"):
         counts = _names_per_score(default, scores)[exp]
@@ -172,7 +176,7 @@ def test_by_default_two_names_per_score_and_baseline_and_all_on_request(comparis
         names = set(default["experiments"][exp]["experiment_scores"])
         assert {"bleu.diff_x100 vs poor", "bleu.verdict vs poor"} <= names
         assert not any(".ci" in n or "p_pct" in n for n in names)
-    everything = build_publication(comparison, all_scores=True)
+    everything = build_publication(_c(comparison), all_scores=True)
     names = set(everything["experiments"]["good"]["experiment_scores"])
     assert {"bleu.ci_low", "bleu.ci_high", "bleu.diff_x100 vs poor", "bleu.p_pct vs poor", "bleu.verdict vs poor",
             "corpus_bleu", "corpus_bleu.ci_low"} <= names
@@ -181,9 +185,8 @@ def test_by_default_two_names_per_score_and_baseline_and_all_on_request(comparis
 
 
 def test_published_values_are_rounded_and_recorded_as_sent(comparison):
-    comparison["pairs"][0]["metrics"]["bleu"].update(delta=0.012345678912345, p_value=50 / 1001, significant=True,
-                                                     verdict="significant", better="good")
-    plan = build_publication(comparison, all_scores=True)["experiments"]["good"]
+    comparison["pairs"][0]["metrics"]["bleu"].update(delta=0.012345678912345, p_value=50 / 1001, verdict="better")
+    plan = build_publication(_c(comparison), all_scores=True)["experiments"]["good"]
     scores = plan["experiment_scores"]
     assert scores["bleu.diff_x100 vs poor"] == 1.234567891                  # 100 x difference, 9 decimals
     assert scores["bleu.p_pct vs poor"] == 4.99
@@ -193,14 +196,14 @@ def test_published_values_are_rounded_and_recorded_as_sent(comparison):
 
 def test_a_value_no_server_can_hold_is_left_to_the_metadata(comparison):
     comparison["pairs"][0]["metrics"]["latency"].update(delta=5e9, delta_low=4e9, delta_high=6e9)
-    plan = build_publication(comparison, all_scores=True)["experiments"]["good"]
+    plan = build_publication(_c(comparison), all_scores=True)["experiments"]["good"]
     assert "latency.diff vs poor" not in plan["experiment_scores"]
     assert plan["metadata"]["pairs"][0]["scores"]["latency"]["difference"] == 5e9
 
 
 def test_a_non_finite_figure_is_a_string_in_the_record(comparison):
     comparison["scores"]["latency"]["good"]["high"] = float("inf")
-    record = comparison_record(comparison)
+    record = comparison_record(_c(comparison))
     assert record["scores"]["latency"]["experiments"]["good"]["high"] == "inf"
     json.dumps(record, allow_nan=False)
 
@@ -223,7 +226,7 @@ def _cells(row):
 
 
 def test_pipes_and_newlines_in_names_stay_in_their_cell(comparison):
-    record = comparison_record(comparison)
+    record = comparison_record(_c(comparison))
     odd_base, odd_system, odd_score = "base|line\\", "sys\ntem | two", "lat|ency\r\nms"
     record["experiments"] = [odd_base, odd_system, record["experiments"][2]]
     record["baseline"] = odd_base
@@ -244,23 +247,23 @@ def test_pipes_and_newlines_in_names_stay_in_their_cell(comparison):
 
 
 def test_dashboard_name_is_at_most_120_characters_and_stable(comparison):
-    assert dashboard_name(comparison) == "opik-metrics: good, same vs poor"
-    assert dashboard_name(comparison, "captions") == "opik-metrics: good, same vs poor (captions)"
+    assert dashboard_name(_c(comparison)) == "opik-metrics: good, same vs poor"
+    assert dashboard_name(_c(comparison), "captions") == "opik-metrics: good, same vs poor (captions)"
     for k, e in enumerate(comparison["experiments"]):
         e["name"] = f"run-{k}-" + "x" * 54                                 # 60 characters each
-    long = dashboard_name(comparison)
+    long = dashboard_name(_c(comparison))
     assert len(long) <= DASHBOARD_NAME_MAX and long.startswith("opik-metrics: run-1-xxx") and long == dashboard_name(
-        copy.deepcopy(comparison))
+        _c(copy.deepcopy(comparison)))
     comparison["experiments"][2]["name"] = "run-2-" + "y" * 54
-    other = dashboard_name(comparison)
+    other = dashboard_name(_c(comparison))
     assert other != long and len(other) <= DASHBOARD_NAME_MAX
-    plan = build_publication(comparison)
+    plan = build_publication(_c(comparison))
     assert all(e["name"] in plan["dashboard"]["description"] for e in comparison["experiments"])
     assert all(e["name"] in plan["dashboard"]["markdown"] for e in comparison["experiments"])
 
 
 def test_leaderboard_ranks_by_a_score_every_experiment_has_in_its_direction(comparison):
-    plan = build_publication(comparison)["dashboard"]
+    plan = build_publication(_c(comparison))["dashboard"]
     assert plan["ranking_metric"] == "feedback_scores.bleu" and plan["ranking_higher_is_better"] is True
     assert plan["leaderboard_columns"][:3] == ["feedback_scores.bleu", "experiment_scores.corpus_bleu",
                                                "feedback_scores.latency"]
@@ -268,14 +271,14 @@ def test_leaderboard_ranks_by_a_score_every_experiment_has_in_its_direction(comp
     assert plan["difference_chart"] == ["bleu.diff_x100 vs poor", "corpus_bleu.diff_x100 vs poor",
                                         "latency.diff vs poor"]
     del comparison["scores"]["bleu"]["same"]                                # bleu is not on every experiment
-    plan = build_publication(comparison)["dashboard"]
+    plan = build_publication(_c(comparison))["dashboard"]
     assert plan["ranking_metric"] == "experiment_scores.corpus_bleu" and plan["ranking_higher_is_better"] is True
     comparison["metrics"] = [m for m in comparison["metrics"] if m["name"] == "latency"]
-    plan = build_publication(comparison)["dashboard"]
+    plan = build_publication(_c(comparison))["dashboard"]
     assert plan["ranking_metric"] == "feedback_scores.latency" and plan["ranking_higher_is_better"] is False
 
 
-def test_dashboard_name_and_description_fit_opiks_limits_in_utf16_units():
+def test_dashboard_name_and_description_fit_opiks_limits_in_utf16_units(comparison):
     """Java's @Size counts UTF-16 units: a character beyond U+FFFF is two."""
     from opik_metrics.compare.publication import dashboard_description, java_length
 
@@ -283,6 +286,8 @@ def test_dashboard_name_and_description_fit_opiks_limits_in_utf16_units():
     record["baseline"] = record["experiments"][0]
     text = dashboard_description(record)
     assert java_length(text) <= 1000 and text.endswith("…") and len(text) < 1000
-    comparison = {"experiments": [{"name": n} for n in record["experiments"]]}
-    name = dashboard_name(comparison)
-    assert java_length(name) <= 120 and name == dashboard_name(comparison)
+    comparison["experiments"] = comparison["experiments"][:2]
+    for experiment, name in zip(comparison["experiments"], record["experiments"]):
+        experiment["name"] = name
+    name = dashboard_name(_c(comparison))
+    assert java_length(name) <= 120 and name == dashboard_name(_c(comparison))

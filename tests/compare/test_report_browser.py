@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from opik_metrics.compare.html_report import fmt_p
+from opik_metrics.compare.model import Comparison
 from opik_metrics.compare.report import write_report
 from tests.compare import browser
 from tests.compare.sample_comparison import make_comparison
@@ -58,7 +59,7 @@ def rendered(tmp_path_factory):
     browser.require_chromium()
     comparison = make_comparison(3)
     out = tmp_path_factory.mktemp("browser") / "report"
-    files = write_report(comparison, out)
+    files = write_report(Comparison.from_dict(comparison), out)
     shot = browser.screenshot(files.html, out.parent / "page.png", WIDTH, HEIGHT)
     dom = browser.dump_dom(files.html)
     print(f"screenshot: {shot}")

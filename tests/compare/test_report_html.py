@@ -1,7 +1,10 @@
-"""The comparison report without a browser: files, page structure, escaping, plots, JSON, determinism."""
+"""The comparison report without a browser: files, page structure, escaping, plots, JSON, determinism.
+The report is written from the Comparison that the sample comparison.json reads as; the tests check the
+page against that JSON."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import html
 import json
 import math
@@ -12,11 +15,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from opik_metrics.compare.html_report import _significance, fmt_interval, fmt_num, fmt_p, render_html
+from opik_metrics.compare.html_report import fmt_interval, fmt_num, fmt_p, render_html, verdict_badge
+from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, ScoreSummary, ScoreValue,
+                                        Verdict)
 from opik_metrics.compare.plots import (SECTION_DIFFERENCES, SECTION_DISTRIBUTIONS, SECTION_MEANS, PlotFile,
                                         iter_figures)
 from opik_metrics.compare.report import ReportFiles, write_report
-from tests.compare.sample_comparison import make_comparison
+from tests.compare.sample_comparison import make_comparison, sample
 
 ITEM_METRICS = ["rouge1", "rougeL", "bleu", "bertscore_f1", "perplexity"]
 URL_ATTRIBUTES = {"src", "href", "srcset", "action", "data", "poster", "background", "formaction", "xlink:href"}
@@ -45,7 +50,7 @@ class Page(HTMLParser):
 def three(tmp_path_factory):
     """A written report of three experiments: (comparison, files, html text, parsed page)."""
     comparison = make_comparison(3)
-    files = write_report(comparison, tmp_path_factory.mktemp("report3") / "out")
+    files = write_report(Comparison.from_dict(comparison), tmp_path_factory.mktemp("report3") / "out")
     text = files.html.read_text(encoding="utf-8")
     return comparison, files, text, Page(text)
 
@@ -53,7 +58,7 @@ def three(tmp_path_factory):
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
     comparison = make_comparison(2)
-    files = write_report(comparison, tmp_path_factory.mktemp("report2") / "out")
+    files = write_report(Comparison.from_dict(comparison), tmp_path_factory.mktemp("report2") / "out")
     return comparison, files
 
 
@@ -86,9 +91,10 @@ def test_files_are_written(three):
 def test_json_round_trip_keeps_non_ascii(three):
     comparison, files, _, _ = three
     text = files.json.read_text(encoding="utf-8")
-    assert json.loads(text) == comparison
+    assert json.loads(text) == comparison                       # the JSON read in, written back the same
+    assert Comparison.from_json(text).to_json() == text
     assert "système-ç" in text and "\\u00e8" not in text
-    assert text.startswith('{\n  "schema": "opik-metrics/compare/1"')
+    assert text.startswith('{\n  "schema": "opik-metrics/compare/2"')
 
 
 @pytest.mark.parametrize("where, bad", [
@@ -103,7 +109,7 @@ def test_non_finite_numbers_are_rejected_with_their_place(tmp_path, where, bad):
         target = target[key]
     target[where[-1]] = bad
     with pytest.raises(ValueError) as error:
-        write_report(comparison, tmp_path / "out")
+        write_report(Comparison.from_dict(comparison), tmp_path / "out")
     place = where[0] + "".join(f"[{k}]" if isinstance(k, int) else f'["{k}"]' for k in where[1:])
     assert place in str(error.value)
     assert not (tmp_path / "out").exists()  # checked before anything is written
@@ -113,14 +119,18 @@ def test_out_dir_that_is_a_file_is_a_clear_error(tmp_path):
     target = tmp_path / "report"
     target.write_text("not a folder")
     with pytest.raises(NotADirectoryError, match="report"):
-        write_report(make_comparison(2), target)
+        write_report(sample(2), target)
 
 
 def test_unknown_schema_is_refused(tmp_path):
     comparison = make_comparison(2)
     comparison["schema"] = "something/else"
-    with pytest.raises(ValueError, match="opik-metrics/compare/1"):
-        write_report(comparison, tmp_path / "out")
+    with pytest.raises(ValueError, match="schema 'something/else' is not one this version reads "
+                                         r"\(opik-metrics/compare/2, opik-metrics/compare/1\)"):
+        Comparison.from_dict(comparison)
+    with pytest.raises(ValueError, match="expected a Comparison .* got dict"):
+        write_report(make_comparison(2), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- page structure
@@ -157,7 +167,8 @@ def test_summary_tables_show_values_intervals_and_tests(three):
         entry = pair["metrics"]["rouge1"]
         assert f"{fmt_p(entry['p_value'])}</td>".replace("<0", "&lt;0") in rouge1
         assert f"{entry['wins']} / {entry['ties']} / {entry['losses']}" in rouge1
-        assert ("significant:" if entry["significant"] else "not significant") in rouge1
+        assert {"better": "significant: better", "worse": "significant: worse",
+                "no significant difference": "not significant"}[entry["verdict"]] in rouge1
     assert "significant: better" in rouge1 and "significant: worse" in rouge1  # b beats a; c loses to b
     corpus = _article(text, "corpus_bleu")
     assert "corpus-level score" in corpus and "/ — /" not in corpus and "<td class=\"num\">—</td>" in corpus
@@ -188,7 +199,8 @@ def test_the_summary_opens_with_a_table_per_pair_of_every_score(three):
             if entry["p_value"] is not None:
                 assert html.escape(fmt_p(entry["p_value"])) in row
                 assert fmt_num(entry["delta"], signed=True) in row
-                assert ("significant:" if entry["significant"] else "not significant") in row or "n/a" in row
+                assert {"better": "significant: better", "worse": "significant: worse", "n/a": "n/a",
+                        "no significant difference": "not significant"}[entry["verdict"]] in row
 
 
 def test_missing_metric_and_missing_test_are_explained(three):
@@ -268,7 +280,7 @@ def test_server_source_is_text_not_a_link(three):
     comparison = copy.deepcopy(comparison)
     comparison["source"] = 'Opik server at http://localhost:5173/api?a=1&b="2"'
     plots = [PlotFile(f"plots/{p.name}", "t", "c", SECTION_MEANS) for p in files.plots]
-    text = render_html(comparison, plots)
+    text = render_html(Comparison.from_dict(comparison), plots)
     _assert_offline(text)
     assert "Opik server at http://localhost:5173/api?a=1&amp;b=&quot;2&quot;" in text
 
@@ -284,20 +296,21 @@ def test_number_formatting():
     assert fmt_p(None) == "—"
 
 
-def test_significance_follows_the_metric_direction():
-    lower = {"name": "perplexity", "higher_is_better": False}
-    higher = {"name": "bleu", "higher_is_better": True}
-    drop = {"delta": -2.0, "p_value": 0.01, "significant": True}
-    assert "significant: better" in _significance(drop, lower)
-    assert "significant: worse" in _significance(drop, higher)
-    assert "not significant" in _significance({**drop, "significant": False}, higher)
-    assert _significance({**drop, "p_value": None, "significant": None}, higher) == "—"
+def test_the_badge_shows_the_analysis_verdict():
+    """The page words the verdict it is given (the analysis decides it in the score's direction:
+    tests/compare/test_model.py); the same drop reads better or worse as the verdict says."""
+    entry = dataclasses.replace(sample(2).pairs[0].metrics["perplexity"], delta=-2.0, p_value=0.01, note="why")
+    assert "▲ significant: better" in verdict_badge(dataclasses.replace(entry, verdict=Verdict.BETTER))
+    assert "▼ significant: worse" in verdict_badge(dataclasses.replace(entry, verdict=Verdict.WORSE))
+    assert "not significant" in verdict_badge(dataclasses.replace(entry, verdict=Verdict.NO_DIFFERENCE))
+    assert verdict_badge(dataclasses.replace(entry, verdict=Verdict.NONE)) == \
+        '<span class="badge na" title="why">n/a</span>'
 
 
 # ----------------------------------------------------------------------------- plots
 
 def test_every_plot_has_title_labels_and_legend():
-    comparison = make_comparison(3)
+    comparison = sample(3)
     seen = []
     for plot, figure in iter_figures(comparison):
         assert plot.path.startswith("plots/") and plot.title and plot.caption
@@ -328,7 +341,7 @@ def test_no_pyplot_figures_are_left_open(two):
 
 def test_output_is_deterministic(two, tmp_path):
     comparison, first = two
-    second = write_report(copy.deepcopy(comparison), tmp_path / "again")
+    second = write_report(Comparison.from_dict(copy.deepcopy(comparison)), tmp_path / "again")
     assert first.html.read_bytes() == second.html.read_bytes()
     assert first.json.read_bytes() == second.json.read_bytes()
     assert [p.name for p in first.plots] == [p.name for p in second.plots]
@@ -340,14 +353,17 @@ def test_degenerate_comparisons_still_render(tmp_path):
     """Identical systems (all differences 0), one item, a metric with no values, no pairs, no failures."""
     comparison = make_comparison(2, items=4)
     entry = comparison["pairs"][0]["metrics"]["rouge1"]
-    entry.update(delta=0.0, delta_low=0.0, delta_high=0.0, p_value=1.0, significant=False,
+    entry.update(delta=0.0, delta_low=0.0, delta_high=0.0, p_value=1.0, verdict="no significant difference",
                  differences=[0.0] * len(entry["differences"]))
     comparison["scores"]["bleu"]["system-a"].update(values=[], value=None, low=None, high=None)
-    files = write_report(comparison, tmp_path / "same")
+    files = write_report(Comparison.from_dict(comparison), tmp_path / "same")
     assert "not significant" in files.html.read_text(encoding="utf-8")
 
-    minimal = {"schema": "opik-metrics/compare/1", "experiments": [{"name": "only"}],
-               "metrics": [{"name": "bleu", "kind": "corpus"}], "scores": {"bleu": {"only": {"value": 0.3}}}}
+    minimal = Comparison(
+        created_at="t", source="s", settings=ComparisonSettings(10, 1, 0.95, 0.05, 1e-9, 5, 5, "test"), versions={},
+        experiments=(ExperimentSummary("only", None, None, 1, 1, 0, None, None, {}, {}),), metrics=(ScoreSummary("bleu", "corpus", True, "linear", (None, None), None),),
+        scores={"bleu": {"only": ScoreValue(0.3, None, None, 1, 0, 0, {}, ())}}, pairs=(), failed_items={},
+        notes=())
     files = write_report(minimal, tmp_path / "minimal")
     text = files.html.read_text(encoding="utf-8")
     assert "only" in text and "No pairs." in text and "No notes." in text
@@ -363,6 +379,6 @@ def test_header_and_summaries_read_each_pair_the_same_way(two, three):
     a, b = (e["name"] for e in comparison["experiments"])
     assert f'<p class="subtitle">{html.escape(b)} vs {html.escape(a)} (baseline)</p>' in text
     assert f"<title>Comparison: {html.escape(b)} vs {html.escape(a)} (baseline)</title>" in text
-    assert f"\n{b} vs {a} (baseline), " in format_comparison(comparison)
+    assert f"\n{b} vs {a} (baseline), " in format_comparison(Comparison.from_dict(comparison))
     assert f"{html.escape(a)} vs {html.escape(b)}" not in text
     assert "each vs the ones before it (the first is the baseline)" in three[2]

@@ -125,22 +125,22 @@ def test_the_same_comparison_from_opik_as_from_the_store(tmp_path, fake_opik_bac
     remote_runs = load_experiments(list(SYSTEMS), client=client)
     remote = compare_experiments(remote_runs, settings)
 
-    assert remote["source"] == "Opik server at http://opik.test/api"
+    assert remote.source == "Opik server at http://opik.test/api"
     assert remote_runs[0].items[0].input == {"line": 1, "reference": REFS[0]}   # the item id is not content
-    assert [m["name"] for m in remote["metrics"]] == [m["name"] for m in local["metrics"]]
-    assert "corpus_bleu" in {m["name"] for m in remote["metrics"]}    # statistics read from the metric spans
-    for metric in local["metrics"]:
-        name = metric["name"]
+    assert [m.name for m in remote.metrics] == [m.name for m in local.metrics]
+    assert "corpus_bleu" in {m.name for m in remote.metrics}    # statistics read from the metric spans
+    for metric in local.metrics:
+        name = metric.name
         for system in SYSTEMS:
-            mine, theirs = local["scores"][name][system], remote["scores"][name][system]
+            mine, theirs = local.scores[name][system], remote.scores[name][system]
             for field in ("value", "low", "high", "n", "failed"):
-                assert theirs[field] == pytest.approx(mine[field], abs=1e-12), (name, system, field)
-        mine, theirs = local["pairs"][0]["metrics"][name], remote["pairs"][0]["metrics"][name]
+                assert getattr(theirs, field) == pytest.approx(getattr(mine, field), abs=1e-12), (name, system, field)
+        mine, theirs = local.pairs[0].metrics[name], remote.pairs[0].metrics[name]
         for field in ("delta", "delta_low", "delta_high", "p_value", "wins", "ties", "losses"):
-            assert theirs[field] == pytest.approx(mine[field], abs=1e-12), (name, field)
-        assert [d["position"] for d in theirs["largest_differences"]] == \
-            [d["position"] for d in mine["largest_differences"]]
-    assert not any("recomputed from item statistics is" in note for note in remote["notes"])
+            assert getattr(theirs, field) == pytest.approx(getattr(mine, field), abs=1e-12), (name, field)
+        assert [d.position for d in theirs.largest_differences] == \
+            [d.position for d in mine.largest_differences]
+    assert not any("recomputed from item statistics is" in note for note in remote.notes)
 
 
 def test_an_opik_item_without_output_is_a_failed_item():

@@ -156,4 +156,4 @@ def test_a_users_own_formula_registered_in_this_process_resolves_and_compares():
         for item in run.items:
             item.metadata["hits"] = {"statistics": [item.scores["hits"], 1]}
     result = compare_experiments(runs, CompareSettings(resamples=50))
-    assert result["scores"]["corpus_hits"]["mine"]["value"] == pytest.approx(2 * 2 / 3)
+    assert result.scores["corpus_hits"]["mine"].value == pytest.approx(2 * 2 / 3)

@@ -197,9 +197,9 @@ def test_coco_caption_declares_every_corpus_score_and_compare_recomputes_them(tm
         records = load_experiments(["good", "reversed"], store=store)
     comparison = compare_experiments(records, CompareSettings(resamples=200))
     for k in range(4):
-        entry = comparison["scores"][f"corpus_Bleu_{k + 1}"]["good"]
-        assert entry["value"] == pytest.approx(ORACLE[f"Bleu_{k + 1}"][0], abs=1e-9)   # pycocoevalcap's corpus BLEU
-        assert entry["low"] <= entry["value"] <= entry["high"]
-    assert comparison["pairs"][0]["metrics"]["corpus_Bleu_2"]["better"] == "good"
+        entry = comparison.scores[f"corpus_Bleu_{k + 1}"]["good"]
+        assert entry.value == pytest.approx(ORACLE[f"Bleu_{k + 1}"][0], abs=1e-9)   # pycocoevalcap's corpus BLEU
+        assert entry.low <= entry.value <= entry.high
+    assert comparison.pairs[0].better("corpus_Bleu_2") == "good"
     if "METEOR" in ORACLE:                     # the jar's final score, recomputed from the stored statistics
-        assert comparison["scores"]["corpus_METEOR"]["good"]["value"] == pytest.approx(ORACLE["METEOR"][0], abs=1e-9)
+        assert comparison.scores["corpus_METEOR"]["good"].value == pytest.approx(ORACLE["METEOR"][0], abs=1e-9)

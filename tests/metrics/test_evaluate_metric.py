@@ -603,16 +603,16 @@ def test_two_experiments_compare_on_item_scores_and_report_the_corpus_score_as_r
         config = store.info("good").config
     assert config["metrics"]["evaluate_sbleu"]["whole_set_corpora"][0]["name"] == "corpus_evaluate_sbleu"
     comparison = compare_experiments(runs, CompareSettings(resamples=200, seed=3))
-    assert [(m["name"], m["kind"]) for m in comparison["metrics"]] == [("evaluate_sbleu", "mean")]
-    assert comparison["metrics"][0]["bounds"] == [0.0, 100.0]
-    recorded = {e["name"]: e["experiment_scores"]["corpus_evaluate_sbleu"] for e in comparison["experiments"]}
+    assert [(m.name, m.kind) for m in comparison.metrics] == [("evaluate_sbleu", "mean")]
+    assert comparison.metrics[0].bounds == (0.0, 100.0)
+    recorded = {e.name: e.experiment_scores["corpus_evaluate_sbleu"] for e in comparison.experiments}
     for name, outputs in systems.items():
         assert recorded[name] == pytest.approx(sacrebleu.corpus_bleu(outputs, [refs]).score, abs=1e-9)
         mean = sum(sacrebleu.corpus_bleu([o], [[r]]).score for o, r in zip(outputs, refs)) / len(refs)
-        assert comparison["scores"]["evaluate_sbleu"][name]["value"] == pytest.approx(mean, abs=1e-9)
-    pair = comparison["pairs"][0]["metrics"]
-    assert set(pair) == {"evaluate_sbleu"} and pair["evaluate_sbleu"]["better"] == "good"
-    note = next(n for n in comparison["notes"] if n.startswith("corpus_evaluate_sbleu"))
+        assert comparison.scores["evaluate_sbleu"][name].value == pytest.approx(mean, abs=1e-9)
+    pair = comparison.pairs[0]
+    assert set(pair.metrics) == {"evaluate_sbleu"} and pair.better("evaluate_sbleu") == "good"
+    note = next(n for n in comparison.notes if n.startswith("corpus_evaluate_sbleu"))
     assert "no interval and no test" in note
     assert f"good: {recorded['good']:.6g}" in note and f"poor: {recorded['poor']:.6g}" in note
 
