@@ -54,7 +54,7 @@ def test_compares_record_files_with_no_store_no_server_and_no_opik(files, tmp_pa
     expected = compare_experiments([from_records(str(base)), from_records(str(new))],
                                    CompareSettings(resamples=200, seed=4), source="record files",
                                    created_at=data["created_at"])
-    assert data == json.loads(json.dumps(expected))
+    assert data == expected.to_dict()
 
 
 def test_record_files_are_not_mixed_with_stored_experiments_nor_published(files, tmp_path, capsys):

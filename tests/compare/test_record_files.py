@@ -40,7 +40,7 @@ def test_corpus_bleu_from_two_record_files_is_sacrebleus_paired_bootstrap(tmp_pa
     random.Random(seed).shuffle(shuffled)                # the new run's records in another order: paired by id
     base = _records(tmp_path, "base.jsonl", refs, systems["baseline"])
     new = _records(tmp_path, "new.parquet", refs, systems["system"], order=shuffled)
-    result = compare_experiments([from_records(base), from_records(new)], CompareSettings(resamples=1000, seed=12345))
+    result = compare_experiments([from_records(base), from_records(new)], CompareSettings(resamples=1000, seed=12345)).to_dict()
 
     monkeypatch.setenv("SACREBLEU_SEED", "12345")
     test = PairedTest(list(systems.items()), {"BLEU": SacreBLEU()}, [refs], test_type="bs", n_samples=1000)
@@ -65,7 +65,7 @@ def test_rows_pair_by_id_and_one_sided_ids_are_counted_and_named(tmp_path):
     new = _records(tmp_path, "new.jsonl", refs, systems["system"], order=new_order)
     runs = [from_records(base), from_records(new)]
     assert unpaired(runs) is None
-    result = compare_experiments(runs, CompareSettings(resamples=200, seed=3))
+    result = compare_experiments(runs, CompareSettings(resamples=200, seed=3)).to_dict()
     pair = result["pairs"][0]
     shared = [k for k in range(38) if k not in (3, 17)]
     assert pair["shared_items"] == len(shared) == 36
@@ -89,7 +89,7 @@ def test_many_one_sided_ids_are_named_up_to_ten(tmp_path):
     refs, systems = _systems(6, n=30)
     base = _records(tmp_path, "base.jsonl", refs, systems["baseline"])
     new = _records(tmp_path, "new.jsonl", refs[:5], systems["system"][:5])
-    result = compare_experiments([from_records(base), from_records(new)], CompareSettings(resamples=50))
+    result = compare_experiments([from_records(base), from_records(new)], CompareSettings(resamples=50)).to_dict()
     note = next(n for n in result["notes"] if n.startswith(f"25 item(s) of {base}"))
     assert note.endswith("line-6, line-7, line-8, line-9, line-10, line-11, line-12, line-13, line-14, line-15 "
                          "and 15 more")
@@ -117,8 +117,8 @@ def test_the_same_outputs_compare_alike_from_record_files_and_from_the_store(tmp
     with ExperimentStore(store) as db:
         stored = load_experiments(files, store=db)
     settings = CompareSettings(resamples=300, seed=9)
-    ours = compare_experiments([from_records(f) for f in files], settings, created_at="t")
-    theirs = compare_experiments(stored, settings, created_at="t")
+    ours = compare_experiments([from_records(f) for f in files], settings, created_at="t").to_dict()
+    theirs = compare_experiments(stored, settings, created_at="t").to_dict()
     assert ours["metrics"] == theirs["metrics"]                  # names, kinds, directions, signatures
     # the same values, intervals and counts; a record file has no recorded experiment score to show beside them
     assert ours["scores"] == {name: {run: {**entry, **({"recorded": None} if "recorded" in entry else {})}
