@@ -29,7 +29,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", help="Opik project of the experiments (--opik)")
     parser.add_argument("--output", "-o", metavar="DIR",
                         help="folder for the report: index.html, comparison.json, plots/ (required unless "
-                             "--publish or --dry-run)")
+                             "--publish, --dry-run or --fail-on)")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="score to compare (repeatable; default: every score but precision/recall parts)")
     parser.add_argument("--all-scores", action="store_true", help="also compare precision and recall parts")
@@ -39,8 +39,20 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--top-k", type=int, default=5, help="items with the largest differences listed (default 5)")
-    parser.add_argument("--format", choices=["table", "json"], default="table",
-                        help="what to print: a summary table (default) or the whole comparison as JSON")
+    parser.add_argument("--format", choices=["table", "json", "markdown"], default="table",
+                        help="what to print: a summary table (default), the whole comparison as JSON, or (with "
+                             "--fail-on) the gate's Markdown table, for $GITHUB_STEP_SUMMARY")
+    gate = parser.add_argument_group("regression gate (exit 0: passed, 1: failed, 2: a usage or data error)")
+    gate.add_argument("--fail-on", choices=["worse", "not-better"],
+                      help="gate the scores (the --metric ones, else every compared score) of each system against "
+                           "the baseline: `worse` fails when one is significantly worse in its declared direction, "
+                           "`not-better` unless every one is significantly better")
+    gate.add_argument("--margin", action="append", metavar="SCORE=X", default=[],
+                      help="non-inferiority for SCORE instead of the test: fail unless the difference's interval, in "
+                           "the score's direction, stays above -X (repeatable; e.g. corpus_bleu=0.005)")
+    gate.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
+                      help="correction of the gated scores' p-values for their number (default holm)")
+    gate.add_argument("--junit", metavar="FILE", help="also write the gate as JUnit XML, one test case per gated score")
     parser.add_argument("--publish", action="store_true",
                         help="write the comparison onto the experiments on the Opik server: against the baseline, "
                              "each score's difference and verdict as experiment scores; the full comparison in their "
@@ -65,8 +77,12 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")
-    if not args.output and not (args.publish or args.dry_run):
-        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik)")
+    margins = parse_margins(args.margin)
+    if not args.fail_on and (margins or args.junit or args.format == "markdown" or args.correction != "holm"):
+        raise ValueError("--margin, --correction, --junit and --format markdown go with --fail-on worse|not-better")
+    if not args.output and not (args.publish or args.dry_run or args.fail_on):
+        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik, or "
+                         "--fail-on to gate)")
     if args.publish_all_scores and not (args.publish or args.dry_run):
         raise ValueError("--publish-all-scores goes with --publish or --dry-run")
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired
@@ -80,6 +96,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if reason is not None:          # else every row of the table would say "nothing to compare", never why
         raise ValueError(reason)
     comparison = compare_experiments(experiments, settings, source=source)
+    gated = None
+    if args.fail_on:
+        from opik_metrics.compare.gating import gate_comparison
+
+        gated = gate_comparison(comparison, mode=args.fail_on, correction=args.correction, margins=margins,
+                                scores=args.metric)
+        comparison = gated.comparison
+        if args.junit:
+            write_junit(gated, args.junit)
     if args.dry_run:
         from opik_metrics.compare.publication import build_publication
 
@@ -93,6 +118,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     files = write_report_to(comparison, args.output) if args.output else None
     if args.format == "json":
         sys.stdout.write(comparison.to_json())
+    elif args.format == "markdown" and gated is not None:
+        from opik_metrics.compare.gate_output import markdown_table
+
+        sys.stdout.write(markdown_table(gated.rows, gated.result))
     else:
         print(format_comparison(comparison))
         if files is not None:
@@ -109,7 +138,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
             for score, (theirs, ours) in kept.items():
                 print(f"{name}: {score} was logged before as {theirs:.6g}; kept (this comparison has {ours:.6g})",
                       file=say)
+    if gated is not None:
+        print(gated.result.exit_line, file=sys.stderr)
+        return 0 if gated.passed else GATE_FAILED
     return 0
+
+
+GATE_FAILED = 1
+
+
+def parse_margins(values: list[str]) -> dict[str, float]:
+    """``--margin SCORE=X`` options as {score: X}; X a finite number at or above 0."""
+    margins: dict[str, float] = {}
+    for value in values:
+        score, sep, number = value.rpartition("=")
+        try:
+            margin = float(number)
+        except ValueError:
+            margin = float("nan")
+        if not sep or not score.strip() or not 0 <= margin < float("inf"):
+            raise ValueError(f"--margin {value!r}: expected SCORE=X with X a number at or above 0 "
+                             "(e.g. corpus_bleu=0.005)")
+        if score in margins:
+            raise ValueError(f"--margin names {score!r} twice")
+        margins[score] = margin
+    return margins
+
+
+def write_junit(gated: Any, path: str) -> None:
+    """Write the gate's JUnit XML to ``path`` (a one-line error when it cannot be written)."""
+    from opik_metrics.compare.gate_output import junit_xml
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(junit_xml(gated.rows, gated.result))
+    except OSError as exc:
+        raise ValueError(f"cannot write the JUnit report to {path}: {exc.strerror or exc}") from None
 
 
 def write_report_to(comparison: Any, folder: str) -> Any:

@@ -243,7 +243,8 @@ def _by_margin(name: str, higher_is_better: bool, delta: Optional[float], low: O
     if inside:
         reason = f"{name}'s difference stays {side} {bound} (its margin): {diff}"
     else:
-        reason = f"{name}'s difference may pass its margin {bound}: {diff}"
+        reason = (f"{name}'s interval reaches {'below' if higher_is_better else 'above'} its margin {bound}, so a "
+                  f"loss beyond the margin is not ruled out: {diff}")
     return GateOutcome(name, inside, True, "margin", reason, p_raw, None, correction, margin)
 
 

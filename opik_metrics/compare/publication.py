@@ -124,6 +124,10 @@ def _pair_summary(pair: Pair, metrics: Sequence[ScoreSummary]) -> dict[str, Any]
             "p_value": entry.p_value, "verdict": _SIGNIFICANCE_WORDS[entry.verdict],
             "direction_verdict": directed_verdict(entry.verdict), "n": entry.n,
             "wins": entry.wins, "ties": entry.ties, "losses": entry.losses, "note": entry.note}
+        if entry.gate is not None:          # gated (compare --fail-on): the correction, adjusted p and outcome
+            out[metric.name]["gate"] = {"correction": entry.gate.correction, "p_adjusted": entry.gate.p_adjusted,
+                                        "margin": entry.gate.margin, "passed": entry.gate.passed,
+                                        "reason": entry.gate.reason}
     return {"baseline": pair.baseline, "system": pair.system, "shared_items": pair.shared_items, "scores": out}
 
 
@@ -201,13 +205,15 @@ def markdown_table(record: Mapping[str, Any]) -> str:
     """The dashboard's table: one row per score and system, at full precision."""
     level = f"{record['confidence'] * 100:g}%"
     cell = markdown_cell
+    gated = any("gate" in e for pair in record["pairs"] for e in pair["scores"].values())
     systems = ", ".join(cell(name) for name in record["experiments"][1:])
     lines = [f"### {systems} against {cell(record['baseline'])}", "",
              f"Paired bootstrap: {record['resamples']} resamples, seed {record['seed']}; intervals at {level}; "
              f"a verdict needs p < {record['alpha']:g}. Verdicts follow each score's direction "
              "(lower is better for perplexity, KL...).", "",
              f"| score | baseline | baseline value | system | system value | difference [{level} interval] "
-             "| p | verdict |", "|---|---|---|---|---|---|---|---|"]
+             "| p | verdict |" + (" p adjusted | gate |" if gated else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|---|" if gated else "")]
     for pair in record["pairs"]:
         for score, e in pair["scores"].items():
             arrow = "↑" if record["scores"][score]["higher_is_better"] else "↓"
@@ -215,11 +221,20 @@ def markdown_table(record: Mapping[str, Any]) -> str:
                         if e["difference_low"] is not None else "")
             lines.append(f"| {cell(score)} {arrow} | {cell(pair['baseline'])} | {_figure(e['baseline'])} "
                          f"| {cell(pair['system'])} | {_figure(e['system'])} | {_figure(e['difference'])}{interval} "
-                         f"| {_p_text(e['p_value'], record['resamples'])} | {_VERDICT_WORDS[e['direction_verdict']]} |")
+                         f"| {_p_text(e['p_value'], record['resamples'])} | {_VERDICT_WORDS[e['direction_verdict']]} |"
+                         + (f" {_gate_cells(e.get('gate'), record['resamples'])} |" if gated else ""))
     if record["notes"]:
         lines += ["", "Notes:"] + [f"- {_one_line(note)}" for note in record["notes"]]
     lines += ["", f"Full precision: experiment metadata key `{METADATA_KEY}` (fingerprint {record['fingerprint']})."]
     return "\n".join(lines)
+
+
+def _gate_cells(gate: Mapping[str, Any] | None, resamples: int) -> str:
+    """The gate's two cells of a row: the adjusted p (and its correction), and pass or FAIL with why."""
+    if gate is None:
+        return "— | not gated"
+    p = "— (margin)" if gate["margin"] is not None else f"{_p_text(gate['p_adjusted'], resamples)} ({gate['correction']})"
+    return f"{p} | {'pass' if gate['passed'] else '**FAIL**'}: {markdown_cell(gate['reason'])}"
 
 
 def _put(out: dict[str, float], name: str, value: Any) -> None:
