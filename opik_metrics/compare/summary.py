@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
-from opik_metrics.core.table import format_table
+from opik_metrics.core.table import format_table, one_line
 
 
 def _interval(entry: dict | None) -> str:
@@ -34,7 +34,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
     number of paired items compared; then the notes of the rows and of the comparison."""
     settings = comparison["settings"]
     minimum = settings.get("min_items")
-    lines = [f"{len(comparison['experiments'])} experiments from {comparison['source']}; "
+    lines = [f"{len(comparison['experiments'])} experiments from {one_line(comparison['source'])}; "
              f"{settings['resamples']} bootstrap resamples, seed {settings['seed']}, "
              f"{settings['confidence']:.0%} intervals"
              + (f"; a verdict needs at least {minimum} paired items" if minimum else "")]

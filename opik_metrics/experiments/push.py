@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, choose_backend, client_url,
                                                   server_errors)
-from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
+from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.metrics.server_range import storable
 
 READBACK_SECONDS = 3.0       # how long the read-back waits for writes a server does not show at once
@@ -118,15 +118,19 @@ def _attachments(span: dict) -> list[opik.Attachment] | None:
             for a in files] or None
 
 
+def _sent(score: StoredScore) -> bool:
+    """Whether a push sends this stored score: not failed, and a value a server stores (None is not)."""
+    return not score.failed and storable(score.value)
+
+
 def sent_scores(item: StoredItem) -> set[str]:
-    """The names of the item's feedback scores a push sends (not failed, values a server stores)."""
-    return {s.name for s in item.scores.values() if not s.failed and storable(s.value)}
+    """The names of the item's feedback scores a push sends."""
+    return {s.name for s in item.scores.values() if _sent(s)}
 
 
 def _feedback(item: StoredItem, trace_id: str, names: set[str] | None = None) -> list[BatchFeedbackScoreDict]:
     return [BatchFeedbackScoreDict(id=trace_id, name=s.name, value=s.value, reason=s.reason)
-            for s in item.scores.values()
-            if not s.failed and s.value is not None and storable(s.value) and (names is None or s.name in names)]
+            for s in item.scores.values() if _sent(s) and (names is None or s.name in names)]
 
 
 def push_item(client: Any, item: StoredItem, project_name: str | None, trace_id: str | None = None) -> str:
@@ -271,7 +275,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         store.save_push_traces(info.id, key, new)
         traces.update(new)
     corpus = [ScoreResult(name=s.name, value=s.value, reason=s.reason)
-              for s in store.experiment_score_rows(info.id) if not s.failed and s.value is not None and storable(s.value)]
+              for s in store.experiment_score_rows(info.id) if _sent(s)]
     readable = _can_read_back(experiment)
     limit = max(10_000, 2 * len(scored))
     report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),
