@@ -118,19 +118,21 @@ def _attachments(span: dict) -> list[opik.Attachment] | None:
             for a in files] or None
 
 
-def _sent(score: StoredScore) -> bool:
-    """Whether a push sends this stored score: not failed, and a value a server stores (None is not)."""
-    return not score.failed and storable(score.value)
+def _sent_value(score: StoredScore) -> float | None:
+    """The value a push sends for this stored score; None when it sends none (a failed score, or a
+    value a server does not store)."""
+    return score.value if not score.failed and storable(score.value) else None
 
 
 def sent_scores(item: StoredItem) -> set[str]:
     """The names of the item's feedback scores a push sends."""
-    return {s.name for s in item.scores.values() if _sent(s)}
+    return {s.name for s in item.scores.values() if _sent_value(s) is not None}
 
 
 def _feedback(item: StoredItem, trace_id: str, names: set[str] | None = None) -> list[BatchFeedbackScoreDict]:
-    return [BatchFeedbackScoreDict(id=trace_id, name=s.name, value=s.value, reason=s.reason)
-            for s in item.scores.values() if _sent(s) and (names is None or s.name in names)]
+    return [BatchFeedbackScoreDict(id=trace_id, name=s.name, value=value, reason=s.reason)
+            for s in item.scores.values()
+            if (value := _sent_value(s)) is not None and (names is None or s.name in names)]
 
 
 def push_item(client: Any, item: StoredItem, project_name: str | None, trace_id: str | None = None) -> str:
@@ -274,8 +276,8 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     if new:
         store.save_push_traces(info.id, key, new)
         traces.update(new)
-    corpus = [ScoreResult(name=s.name, value=s.value, reason=s.reason)
-              for s in store.experiment_score_rows(info.id) if _sent(s)]
+    corpus = [ScoreResult(name=s.name, value=value, reason=s.reason)
+              for s in store.experiment_score_rows(info.id) if (value := _sent_value(s)) is not None]
     readable = _can_read_back(experiment)
     limit = max(10_000, 2 * len(scored))
     report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),

@@ -100,10 +100,10 @@ class COCOCaption(DocumentFrequencyMetric):
         ciders = self.engine.cider.score(outputs, references)          # fitted on every item's references
         again = [k for k, s in enumerate(logged) if s is None]
         scored = self.engine.score([outputs[k] for k in again], [references[k] for k in again]) if again else []
-        for k, item in zip(again, scored):
-            if item.failure is not None:
-                raise MetricInputError(f"{self.name}: an item could not be scored ({item.failure}); a corpus score "
-                                       "needs every item's statistics: leave the item out")
+        failure = next((one.failure for one in scored if one.failure is not None), None)
+        if failure is not None:
+            raise MetricInputError(f"{self.name}: an item could not be scored ({failure}); a corpus score needs "
+                                   "every item's statistics: leave the item out")
         whole = dict(zip(again, (item.statistics for item in scored)))
         stats = []
         for k, (item, cider) in enumerate(zip(logged, ciders)):
