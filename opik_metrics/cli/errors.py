@@ -19,7 +19,10 @@ class CLIError(Exception):
 
 
 def fail(message: str, status: int = 2) -> int:
-    print(f"opik-metrics: error: {message}", file=sys.stderr)
+    """Print ``message`` as one line (a newline in a file name it quotes is written as \\n)."""
+    from opik_metrics.core.table import one_line
+
+    print(f"opik-metrics: error: {one_line(message)}", file=sys.stderr)
     return status
 
 

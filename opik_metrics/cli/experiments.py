@@ -9,7 +9,7 @@ from typing import Any
 
 from opik_metrics.core import recorded_parts
 from opik_metrics.cli.options import add_store_argument
-from opik_metrics.core.table import format_table
+from opik_metrics.core.table import format_table, one_line
 
 
 # ---- experiments list | show | push -------------------------------------------------------
@@ -35,14 +35,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
             return 0
         if not infos:
-            print(f"no experiments in {store.path}")
+            print(one_line(f"no experiments in {store.path}"))
             return 0
         names = list(dict.fromkeys(n for info in infos for n in {**info.scores, **info.experiment_scores}
                                    if n not in recorded_parts(info.config.get("metrics"))))
         rows = [[info.name, info.status, info.items, info.failed_items, info.created_at,
                  str(info.config.get("model", "")), *(_value({**info.scores, **info.experiment_scores}, n)
                                                       for n in names)] for info in infos]
-        print(f"{store.path}\n")
+        print(one_line(str(store.path)) + "\n")
         print(format_table(["experiment", "status", "items", "failed", "created", "model", *names], rows))
     return 0
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import aggregate_label, metric_recipe, wants_every_reference
-from opik_metrics.core.table import format_table
+from opik_metrics.core.table import format_table, one_line
 from opik_metrics.core.worker_pools import available_cores
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _print(args: argparse.Namespace, result: Any) -> None:
     resumed = ("" if not result.resumed_from else " (already complete: aggregated from the output)"
                if result.resumed_from == result.items else f" (resumed after record {result.resumed_from})")
     target = f" -> {result.output}" if result.output else ""
-    print(f"{result.items} records: {args.input}{target}{resumed}\n")
+    print(one_line(f"{result.items} records: {args.input}{target}{resumed}") + "\n")
     rows = [[name, value, result.counts.get(name, 0), aggregate_label(name, result.corpus_names, result.mean_corpora)]
             for name, value in result.aggregate.items()]
     print(format_table(["score", "value", "items", "aggregate"], rows))
@@ -120,5 +120,5 @@ def _print(args: argparse.Namespace, result: Any) -> None:
         print(f"{metric}: {sig}")
     if result.unscored:
         where = f"the reason column of {result.output}" if result.output else "--items or --format json"
-        print(f"note: {result.unscored} of {result.items} records have no scores; see {where}")
+        print(one_line(f"note: {result.unscored} of {result.items} records have no scores; see {where}"))
 

@@ -115,7 +115,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def _pair_summary(pair: Pair, metrics: Sequence[ScoreSummary]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for metric in metrics:
         entry = pair.metrics[metric.name]
         out[metric.name] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.model import Comparison, Pair, ScoreValue, Verdict
-from opik_metrics.core.table import format_table
+from opik_metrics.core.table import format_table, one_line
 
 
 def _interval(entry: ScoreValue | None) -> str:
@@ -29,7 +29,7 @@ def format_comparison(comparison: Comparison) -> str:
     number of paired items compared; then the notes of the rows and of the comparison."""
     settings = comparison.settings
     minimum = settings.min_items
-    lines = [f"{len(comparison.experiments)} experiments from {comparison.source}; "
+    lines = [f"{len(comparison.experiments)} experiments from {one_line(comparison.source)}; "
              f"{settings.resamples} bootstrap resamples, seed {settings.seed}, "
              f"{settings.confidence:.0%} intervals"
              + (f"; a verdict needs at least {minimum} paired items" if minimum else "")]

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, choose_backend, client_url,
                                                   server_errors)
-from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem
+from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.metrics.server_range import storable
 
 if TYPE_CHECKING:
@@ -119,15 +119,21 @@ def _attachments(span: dict) -> list[opik.Attachment] | None:
             for a in files] or None
 
 
+def _sent_value(score: StoredScore) -> float | None:
+    """The value a push sends for this stored score; None when it sends none (a failed score, or a
+    value a server does not store)."""
+    return score.value if not score.failed and storable(score.value) else None
+
+
 def sent_scores(item: StoredItem) -> set[str]:
-    """The names of the item's feedback scores a push sends (not failed, values a server stores)."""
-    return {s.name for s in item.scores.values() if not s.failed and storable(s.value)}
+    """The names of the item's feedback scores a push sends."""
+    return {s.name for s in item.scores.values() if _sent_value(s) is not None}
 
 
 def _feedback(item: StoredItem, trace_id: str, names: set[str] | None = None) -> list[BatchFeedbackScoreDict]:
-    return [{"id": trace_id, "name": s.name, "value": s.value, "reason": s.reason}   # opik's BatchFeedbackScoreDict
+    return [{"id": trace_id, "name": s.name, "value": value, "reason": s.reason}   # opik's BatchFeedbackScoreDict
             for s in item.scores.values()
-            if not s.failed and s.value is not None and storable(s.value) and (names is None or s.name in names)]
+            if (value := _sent_value(s)) is not None and (names is None or s.name in names)]
 
 
 def push_item(client: Any, item: StoredItem, project_name: str | None, trace_id: str | None = None) -> str:
@@ -278,8 +284,8 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     if new:
         store.save_push_traces(info.id, key, new)
         traces.update(new)
-    corpus = [ScoreResult(name=s.name, value=s.value, reason=s.reason)
-              for s in store.experiment_score_rows(info.id) if not s.failed and s.value is not None and storable(s.value)]
+    corpus = [ScoreResult(name=s.name, value=value, reason=s.reason)
+              for s in store.experiment_score_rows(info.id) if (value := _sent_value(s)) is not None]
     readable = _can_read_back(experiment)
     limit = max(10_000, 2 * len(scored))
     report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),

@@ -150,8 +150,19 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         return Statistics(corpus.fields, tuple(metadata["statistics"]))
 
     def statistics(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> list[Statistics]:
-        """One summable statistics object per item (sum them for any subset of the corpus)."""
-        return [self.item_statistics(results) for results in self.score_batch(outputs, references)]
+        """One summable statistics object per item (sum them for any subset of the corpus). An item
+        that failed (METEOR over its bound) has none: a MetricInputError names it and its reason."""
+        stats = []
+        for k, results in enumerate(self.score_batch(outputs, references)):
+            try:
+                stats.append(self.item_statistics(results))
+            except MetricInputError:
+                failed = next((r for r in results if r.scoring_failed and not unsent(r)), None)
+                if failed is None:
+                    raise
+                raise MetricInputError(f"{self.name}: item {k} could not be scored ({failed.reason}); a corpus "
+                                       "score needs every item's statistics: leave the item out") from None
+        return stats
 
     def corpus_value(self, total: Statistics) -> float:
         """The corpus score's value from summed statistics (the formula its facts name)."""

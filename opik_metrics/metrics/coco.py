@@ -83,6 +83,9 @@ class COCOCaption(DocumentFrequencyMetric):
 
     def _results(self, item: CocoItem, n_refs: int, context: dict) -> list[ScoreResult]:
         base = {"n_references": n_refs, "signature": self.signature}
+        if item.failure is not None:        # every key failed, with the reason; no statistics to sum
+            return [ScoreResult(name=self._names[key], value=0.0, reason=item.failure, scoring_failed=True,
+                                metadata=base) for key in self.engine.keys]
         return [ScoreResult(name=self._names[key], value=value, reason=item.reasons.get(key),
                             metadata={**base, "statistics": list(item.statistics), "document_frequency": context}
                             if key == CARRIER else base)
@@ -97,6 +100,10 @@ class COCOCaption(DocumentFrequencyMetric):
         ciders = self.engine.cider.score(outputs, references)          # fitted on every item's references
         again = [k for k, s in enumerate(logged) if s is None]
         scored = self.engine.score([outputs[k] for k in again], [references[k] for k in again]) if again else []
+        failure = next((one.failure for one in scored if one.failure is not None), None)
+        if failure is not None:
+            raise MetricInputError(f"{self.name}: an item could not be scored ({failure}); a corpus score needs "
+                                   "every item's statistics: leave the item out")
         whole = dict(zip(again, (item.statistics for item in scored)))
         stats = []
         for k, (item, cider) in enumerate(zip(logged, ciders)):

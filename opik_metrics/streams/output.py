@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from opik_metrics.core import MetricFacts
+from opik_metrics.core.file_names import name_too_long
 from opik_metrics.streams.rows import statistics_column
 
+RECORD_SUFFIX = ".run.json"                      # what made the output, beside it
+RECORD_TMP_SUFFIX = RECORD_SUFFIX + ".tmp"       # the longest name written beside the output
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 METADATA_KEY = "opik_metrics.records"      # Parquet metadata key, and the one key of a JSONL header line
 RECORDS_SCHEMA = "opik-metrics/records/1"
@@ -73,8 +76,11 @@ class RunOutput:
                  input_path: str | None = None) -> None:
         self.path = Path(path)
         self.format = output_format(path)
+        too_long = name_too_long(path, RECORD_TMP_SUFFIX)
+        if too_long is not None:
+            raise OutputError(f"--output {path}: {too_long}")
         self.parts = Path(f"{path}.parts")
-        self.record = Path(f"{path}.run.json")
+        self.record = Path(f"{path}{RECORD_SUFFIX}")
         self.run: dict[str, Any] | None = None
         self.columns: list[str] | None = None
         self.text: list[str] = []          # columns of text carried from the records

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from opik_metrics.core.file_names import name_too_long
+
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
            ".pq": "parquet"}
 _BLOCK = 1 << 22
@@ -69,6 +71,9 @@ def detect_format(path: str, given: str | None = None) -> str:
 def open_source(path: str, fmt: str | None = None) -> "Source":
     """The source of records in ``path`` (format from the extension unless given)."""
     p = Path(path)
+    too_long = name_too_long(path)
+    if too_long is not None:
+        raise SourceError(f"input file {path}: {too_long}")
     if not p.exists():
         raise SourceError(f"input file not found: {path}")
     if p.is_dir():

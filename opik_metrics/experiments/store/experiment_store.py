@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from opik_metrics.core.file_names import name_too_long
 from opik_metrics.core.processes import pid_alive
 from opik_metrics.experiments.store.errors import (ExperimentLocked, ExperimentNotFound, NotAStore, StoreDamaged,
                                                    StoreError, StoreNotFound, is_damage)
@@ -23,6 +24,7 @@ from opik_metrics.experiments.store.schema import ADDED_TABLES, APPLICATION, COR
     SCHEMA, SCHEMA_VERSION, expected_columns
 
 STORE_ENV = "OPIK_METRICS_STORE"
+SQLITE_JOURNAL = "-journal"          # the longest name SQLite writes beside a store ("-wal", "-shm" too)
 
 
 def default_store_path() -> Path:
@@ -72,6 +74,9 @@ class ExperimentStore:
         self._damage: str | None = None               # why the file is damaged, once seen
         self._empty = False                           # read-only view of a file with no tables yet
         self._db: sqlite3.Connection | None = None
+        too_long = name_too_long(self.path, SQLITE_JOURNAL)
+        if too_long is not None:
+            raise StoreError(f"experiment store {self.path}: {too_long}")
         if self.path.is_dir():
             raise NotAStore(f"{self.path} is a directory, not an experiment store (an SQLite file): "
                             f"pass --store PATH of the file, or set {STORE_ENV}")

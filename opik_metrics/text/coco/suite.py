@@ -12,7 +12,7 @@ from opik_metrics.text.cider import CiderD, DocumentFrequency
 from opik_metrics.text.tokenizers.captions import tokenize_all
 from opik_metrics.text.coco.bleu import bleu_fields, bleu_statistics, bleu_values, coco_bleu_from_statistics
 from opik_metrics.text.coco.rouge_l import coco_rouge_l
-from opik_metrics.text.meteor import MeteorScorer, MeteorSegment
+from opik_metrics.text.meteor import MeteorScorer, MeteorSearchLimit, MeteorSegment
 from opik_metrics.text.meteor.corpus import FIELDS as METEOR_FIELDS, flat_statistics, meteor_from_statistics
 
 KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")   # pycocoevalcap's own keys
@@ -23,11 +23,14 @@ _METEOR_AT = FIELDS.index(f"METEOR_{METEOR_FIELDS[0]}")
 @dataclass(frozen=True)
 class CocoItem:
     """One caption's values under pycocoevalcap's keys, its summable statistics, and per key why
-    a value is a defined one (an empty output, CIDEr-D without a corpus)."""
+    a value is a defined one (an empty output, CIDEr-D without a corpus). ``failure`` says why the
+    item could not be scored (its METEOR alignment is over the pack's bound on one segment's work):
+    then its values and statistics are not scores and stand for nothing."""
 
     values: dict[str, float]
     statistics: tuple[float, ...]
     reasons: dict[str, str]
+    failure: str | None = None
 
 
 @corpus_formula
@@ -61,15 +64,21 @@ class CocoSuite:
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
               df: DocumentFrequency | None = None) -> list[CocoItem]:
-        """Every key for each item; CIDEr's document frequencies default to a fit on ``references``."""
+        """Every key for each item; CIDEr's document frequencies default to a fit on ``references``.
+        An item whose METEOR alignment is over the bound on one segment's work comes back with its
+        ``failure``; the other items are scored."""
         tokens = tokenize_all([*candidates, *(r for refs in references for r in refs)], self.tokenize)
         ciders = self.cider.score(candidates, references, df, tokens=tokens)
-        meteors: list[MeteorSegment | None] = [None] * len(candidates)
+        meteors: list[MeteorSegment | MeteorSearchLimit | None] = [None] * len(candidates)
         if self.meteor is not None:
-            meteors = list(self.meteor.score_batch([tokens[c] for c in candidates],
-                                                   [[tokens[r] for r in refs] for refs in references]))
+            meteors = list(self.meteor.score_batch_or_limits([tokens[c] for c in candidates],
+                                                             [[tokens[r] for r in refs] for refs in references]))
         items = []
         for cand, refs, cider, meteor in zip(candidates, references, ciders, meteors):
+            if isinstance(meteor, MeteorSearchLimit):
+                items.append(CocoItem({key: 0.0 for key in self.keys}, (0.0,) * len(FIELDS), {},
+                                      failure=f"METEOR {meteor}"))
+                continue
             c, rs = tokens[cand].split(), [tokens[r].split() for r in refs]
             bleu_stats = bleu_statistics(c, rs)
             rouge = coco_rouge_l(c, rs)

@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from opik_metrics.text.meteor import MeteorDataError, MeteorScorer
+from tests.mixed_scripts import PAIRS as MIXED_SCRIPTS
 from tests.text.meteor.meteor_cases import paraphrase_pairs, segments, synonym_pairs
 
 TOL = 1e-6
@@ -99,6 +100,7 @@ EDGE_CASES = [
     ("the dogs were running quickly", ["a dog runs fast", "the dog ran quickly"]),
     ("😀 emoji and 日本語 text", ["emoji and text 😀"]),
     ("\x01control\x1f chars", ["control chars"]),
+    *((output, [reference]) for output, reference in MIXED_SCRIPTS if output.strip("\x00")),   # scripts, NUL
 ]
 
 

@@ -6,6 +6,7 @@ the small tables of test_meteor_data stand in, so nothing here needs Java."""
 import pytest
 
 from opik_metrics import METEOR
+from opik_metrics.core.inputs import MetricInputError
 from opik_metrics.text.meteor import MeteorScorer, MeteorSearchLimit, align
 from opik_metrics.text.meteor.align import Aligner
 from tests.text.meteor.test_meteor_data import data  # noqa: F401  (the fixture)
@@ -58,3 +59,38 @@ def test_the_metric_fails_only_the_item_over_the_bound(data):                   
     failed = items[1][0]
     assert failed.value == 0.0 and "not scored" in failed.reason and "word pairs" in failed.reason
     assert items[0][0].value > 0.9 and items[2][0].value > 0
+    with pytest.raises(MetricInputError, match=r"^meteor: item 1 could not be scored \(not scored: the output against "
+                                               r"reference 0: 2,500 x 2,500 words .*; a corpus score needs every item's "
+                                               r"statistics: leave the item out$"):
+        metric.corpus_score(["the car", long], [["the car"], [long]])
+
+
+def test_the_coco_suite_fails_only_the_item_over_the_bound(data):                  # noqa: F811
+    """COCOCaption's METEOR over the bound fails that item under every key, with the reason; the
+    other items keep the values they have alone (before, the whole batch stopped)."""
+    from opik_metrics import COCOCaption
+
+    coco = COCOCaption(meteor=data, df_references=[["the car"], ["a large dog"], ["x y"]], track=False)
+    long = "car " * 2500
+    items = coco.score_batch(["the car", long, "a big dog"], [["the car"], [long], ["a large dog"]])
+    assert [{r.scoring_failed for r in results} for results in items] == [{False}, {True}, {False}]
+    assert {r.name for r in items[1]} == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr"}
+    for failed in items[1]:
+        assert failed.value == 0.0 and failed.reason.startswith("METEOR not scored: the output against reference 0: "
+                                                                "2,500 x 2,500 words is over the 4,000,000 word pairs")
+        assert "statistics" not in failed.metadata
+    alone = [coco.score("the car", ["the car"]), coco.score("a big dog", ["a large dog"])]
+    assert [[(r.name, r.value) for r in results] for results in (items[0], items[2])] == \
+        [[(r.name, r.value) for r in results] for results in alone]
+    with pytest.raises(MetricInputError, match=r"^coco: item 1 could not be scored \(METEOR not scored: .*leave the item out$"):
+        coco.corpus_score(["the car", long], [["the car"], [long]])
+    # opik.evaluate's experiment score, without df_references: the failed item is named, not summed as zeros
+    from types import SimpleNamespace
+
+    fitted_later = COCOCaption(meteor=data, track=False)
+    results = [SimpleNamespace(test_case=SimpleNamespace(mapped_scoring_inputs={"output": out, "reference": ref},
+                                                         dataset_item_content=None, task_output=None),
+                               score_results=logged)
+               for out, ref, logged in zip(["the car", long], [["the car"], [long]], items)]
+    with pytest.raises(MetricInputError, match=r"^coco: an item could not be scored \(METEOR not scored: "):
+        fitted_later.experiment_score(results)
