@@ -102,8 +102,9 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
     settings.check()
     _check_experiments(experiments)
     metrics = _select_metrics(experiments, settings)
-    scores = {m.name: _metric_scores(m, experiments, settings) for m in metrics}
-    pairs = tuple(_pair(a, b, metrics, settings) for a, b in combinations(experiments, 2))
+    draws = _IndexDraws(settings)
+    scores = {m.name: _metric_scores(m, experiments, settings, draws) for m in metrics}
+    pairs = tuple(_pair(a, b, metrics, settings, draws) for a, b in combinations(experiments, 2))
     tests = sum(1 for p in pairs for entry in p.metrics.values() if entry.significant is not None)
     versions: dict[str, str | None] = {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
     return Comparison(
@@ -256,8 +257,26 @@ def _kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(f"{count} {'NaN' if kind == 'nan' else kind}" for kind, count in kinds.items())
 
 
+class _IndexDraws:
+    """The bootstrap's item indices for ``n`` items, drawn once and reused while ``n`` stays the same
+    (they depend on n, resamples and seed only): every score of every pair over the same items
+    shares one (resamples x n) draw instead of drawing its own. Only the last draw is kept."""
+
+    def __init__(self, settings: CompareSettings) -> None:
+        self.resamples, self.seed = settings.resamples, settings.seed
+        self.last: tuple[int, Any] | None = None
+
+    def __call__(self, n_items: int) -> Any:
+        if self.last is None or self.last[0] != n_items:
+            self.last = None                  # the old draw goes before the new one is made
+            idx = resample_indices(n_items, self.resamples, self.seed)
+            idx.flags.writeable = False
+            self.last = (n_items, idx)
+        return self.last[1]
+
+
 def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
-                   settings: CompareSettings) -> dict[str, ScoreValue]:
+                   settings: CompareSettings, draws: _IndexDraws) -> dict[str, ScoreValue]:
     out = {}
     for e in experiments:
         items = [item for item in e.items if _has(metric, item, e)]
@@ -265,8 +284,7 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
         if not items:
             continue
         stat = _statistic(metric, e, items)
-        interval = bootstrap_interval(stat, resample_indices(len(items), settings.resamples, settings.seed),
-                                      settings.confidence)
+        interval = bootstrap_interval(stat, draws(len(items)), settings.confidence)
         out[e.name] = ScoreValue(
             value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
             failed=len(e.items) - len(items) - len(odd) + e.failed_elsewhere, non_finite=len(odd),
@@ -279,18 +297,19 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
 # ---- pairs --------------------------------------------------------------------------------
 
 def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Sequence[ScoreSummary],
-          settings: CompareSettings) -> Pair:
+          settings: CompareSettings, draws: _IndexDraws) -> Pair:
     base_items = {item.key: item for item in baseline.items}
     shared = [(base_items[item.key], item) for item in system.items
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
-                metrics={m.name: _pair_metric(m, baseline, system, shared, settings) for m in metrics})
+                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, draws) for m in metrics})
 
 
 def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: ExperimentRecords,
-                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings) -> PairResult:
+                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings,
+                 draws: _IndexDraws) -> PairResult:
     both = [(a, b) for a, b in shared if _has(metric, a, baseline) and _has(metric, b, system)]
     odd = {"baseline": _kinds([k for k in (_non_finite(a, metric, baseline) for a, _ in shared) if k]),
            "system": _kinds([k for k in (_non_finite(b, metric, system) for _, b in shared) if k])}
@@ -308,7 +327,7 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                           p_value=None, verdict=Verdict.NONE, n=0, non_finite=non_finite, non_finite_kinds=odd,
                           wins=None, ties=None, losses=None, differences=(), largest_differences=(),
                           note="; ".join(notes))
-    idx = resample_indices(len(both), settings.resamples, settings.seed)
+    idx = draws(len(both))
     result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both]),
                               _statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
     significant: bool | None = result.p_value < settings.alpha

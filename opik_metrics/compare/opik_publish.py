@@ -18,7 +18,7 @@ from opik.rest_api.types.experiment_score import ExperimentScore
 
 from opik_metrics.compare.model import Comparison
 from opik_metrics.compare.publication import METADATA_KEY, same_stored
-from opik_metrics.compare.sources import opik_experiment
+from opik_metrics.compare.sources import opik_experiment, require_pushed
 from opik_metrics.experiments.opik_server import OpikServerError, answer_failure
 
 _WIDGET_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e2f-9c1d-0a8b7e6f5d4c")
@@ -190,17 +190,6 @@ def publish(publication: Mapping[str, Any], client: Any, *, project_name: str | 
                 "to finish (publishing is idempotent)", url, failure.status) from None
         report.written.append(target.name)
     return report
-
-
-def require_pushed(store: Any, names: list[str]) -> None:
-    """Raise ValueError naming the push command for each experiment that is only in ``store``
-    (an ExperimentStore): publishing writes onto experiments on the server."""
-    unpushed = [name for name in names if not store.info(name).pushed_at]
-    if unpushed:
-        commands = "; ".join(f"opik-metrics experiments push {n} --store {store.path}" for n in unpushed)
-        raise ValueError(f"{', '.join(unpushed)} {'is' if len(unpushed) == 1 else 'are'} only in the local store "
-                         f"{store.path}; publishing writes onto experiments on an Opik server: push "
-                         f"{'it' if len(unpushed) == 1 else 'them'} first ({commands}), then publish again")
 
 
 def publish_comparison(comparison: Comparison, *, client: Any = None, project_name: str | None = None,

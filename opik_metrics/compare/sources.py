@@ -261,6 +261,17 @@ def load_experiments(names: Sequence[str], *, store: ExperimentStore | None = No
     return [from_store(store, name) for name in names]
 
 
+def require_pushed(store: Any, names: list[str]) -> None:
+    """Raise ValueError naming the push command for each experiment that is only in ``store``
+    (an ExperimentStore): publishing writes onto experiments on the server."""
+    unpushed = [name for name in names if not store.info(name).pushed_at]
+    if unpushed:
+        commands = "; ".join(f"opik-metrics experiments push {n} --store {store.path}" for n in unpushed)
+        raise ValueError(f"{', '.join(unpushed)} {'is' if len(unpushed) == 1 else 'are'} only in the local store "
+                         f"{store.path}; publishing writes onto experiments on an Opik server: push "
+                         f"{'it' if len(unpushed) == 1 else 'them'} first ({commands}), then publish again")
+
+
 def load_compared(names: Sequence[str], *, store: str | os.PathLike | None = None, opik: bool = False,
                   project_name: str | None = None, publishing: bool = False, check_pushed: bool = False,
                   local_advice: str = 'or pass store=PATH to compare experiments of the local store'
@@ -293,7 +304,5 @@ def load_compared(names: Sequence[str], *, store: str | os.PathLike | None = Non
         return load_experiments(names, client=client, project_name=project_name), backend.reason
     with ExperimentStore(store, create=False) as opened:
         if check_pushed:
-            from opik_metrics.compare.opik_publish import require_pushed
-
             require_pushed(opened, list(names))
         return load_experiments(names, store=opened), f"local store {opened.path}"
