@@ -102,9 +102,9 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
     settings.check()
     _check_experiments(experiments)
     metrics = _select_metrics(experiments, settings)
-    draws = _IndexDraws(settings)
-    scores = {m.name: _metric_scores(m, experiments, settings, draws) for m in metrics}
-    pairs = tuple(_pair(a, b, metrics, settings, draws) for a, b in combinations(experiments, 2))
+    context = _Context(settings)
+    scores = {m.name: _metric_scores(m, experiments, settings, context) for m in metrics}
+    pairs = tuple(_pair(a, b, metrics, settings, context) for a, b in combinations(experiments, 2))
     tests = sum(1 for p in pairs for entry in p.metrics.values() if entry.significant is not None)
     versions: dict[str, str | None] = {name: package_version(name) for name in ("numpy", "sacrebleu", "matplotlib")}
     return Comparison(
@@ -204,28 +204,17 @@ def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> list | None:
     return row
 
 
-def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
-    """The statistic of ``metric`` over ``items`` (in that order) of ``experiment``."""
+def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord],
+               column: _Column) -> Any:
+    """The statistic of ``metric`` over ``items`` (in that order) of ``experiment``: items in
+    ``column.has``, so each has its value or its statistics row."""
     name = metric.name
     if metric.kind == "mean":
         return MeanStatistic([item.scores[name] for item in items])
     corpus = experiment.corpus(name)
     assert corpus is not None
     formula = functools.partial(resolve_formula(corpus.formula, experiment.name), **corpus.options)
-    rows = []
-    for item in items:          # items that ``_has`` the metric: each has its statistics
-        row = _stats_row(corpus, item)
-        assert row is not None
-        rows.append(row)
-    return CorpusStatistic(rows, formula)
-
-
-def _has(metric: ScoreSummary, item: ItemRecord, experiment: ExperimentRecords) -> bool:
-    if item.failed:
-        return False
-    if metric.kind == "mean":
-        return metric.name in item.scores
-    return _has_statistics(metric.name, item, experiment)
+    return CorpusStatistic([column.rows[item.key] for item in items], formula)
 
 
 def _has_statistics(corpus_name: str, item: ItemRecord, experiment: ExperimentRecords) -> bool:
@@ -257,16 +246,19 @@ def _kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(f"{count} {'NaN' if kind == 'nan' else kind}" for kind, count in kinds.items())
 
 
-class _IndexDraws:
-    """The bootstrap's item indices for ``n`` items, drawn once and reused while ``n`` stays the same
-    (they depend on n, resamples and seed only): every score of every pair over the same items
-    shares one (resamples x n) draw instead of drawing its own. Only the last draw is kept."""
+class _Context:
+    """What one comparison computes once and reads many times. The bootstrap's item indices for
+    ``n`` items (they depend on n, resamples and seed only), drawn once while ``n`` stays the same,
+    so every score of every pair over the same items shares one (resamples x n) draw; only the last
+    draw is kept. And each score's column of an experiment: which items have a usable value, which
+    a non-finite one, and a corpus score's checked statistics rows, read once per item."""
 
     def __init__(self, settings: CompareSettings) -> None:
         self.resamples, self.seed = settings.resamples, settings.seed
         self.last: tuple[int, Any] | None = None
+        self.columns: dict[tuple[str, str], _Column] = {}
 
-    def __call__(self, n_items: int) -> Any:
+    def indices(self, n_items: int) -> Any:
         if self.last is None or self.last[0] != n_items:
             self.last = None                  # the old draw goes before the new one is made
             idx = resample_indices(n_items, self.resamples, self.seed)
@@ -274,17 +266,53 @@ class _IndexDraws:
             self.last = (n_items, idx)
         return self.last[1]
 
+    def column(self, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
+        key = (metric.name, experiment.name)
+        if key not in self.columns:
+            self.columns[key] = _Column.of(metric, experiment)
+        return self.columns[key]
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One score of one experiment: the keys of the items that have a usable value (not failed; a
+    finite score, or complete statistics for a corpus score), each item's non-finite kind, and a
+    corpus score's statistics rows by key."""
+
+    has: frozenset[str]
+    kinds: dict[str, str]
+    rows: dict[str, list]
+
+    @classmethod
+    def of(cls, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
+        live = [item for item in experiment.items if not item.failed]
+        rows: dict[str, list] = {}
+        if metric.kind == "mean":
+            has = frozenset(item.key for item in live if metric.name in item.scores)
+        else:
+            corpus = experiment.corpus(metric.name)
+            if corpus is not None:
+                for item in live:
+                    row = _stats_row(corpus, item)
+                    if row is not None:
+                        rows[item.key] = row
+            has = frozenset(rows)
+        source = _source(metric, experiment)
+        kinds = {item.key: item.non_finite[source] for item in live if item.non_finite.get(source)}
+        return cls(has, kinds, rows)
+
 
 def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
-                   settings: CompareSettings, draws: _IndexDraws) -> dict[str, ScoreValue]:
+                   settings: CompareSettings, context: _Context) -> dict[str, ScoreValue]:
     out = {}
     for e in experiments:
-        items = [item for item in e.items if _has(metric, item, e)]
-        odd = [kind for kind in (_non_finite(item, metric, e) for item in e.items) if kind]
+        column = context.column(metric, e)
+        items = [item for item in e.items if item.key in column.has]
+        odd = list(column.kinds.values())
         if not items:
             continue
-        stat = _statistic(metric, e, items)
-        interval = bootstrap_interval(stat, draws(len(items)), settings.confidence)
+        stat = _statistic(metric, e, items, column)
+        interval = bootstrap_interval(stat, context.indices(len(items)), settings.confidence)
         out[e.name] = ScoreValue(
             value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
             failed=len(e.items) - len(items) - len(odd) + e.failed_elsewhere, non_finite=len(odd),
@@ -297,23 +325,25 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
 # ---- pairs --------------------------------------------------------------------------------
 
 def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Sequence[ScoreSummary],
-          settings: CompareSettings, draws: _IndexDraws) -> Pair:
+          settings: CompareSettings, context: _Context) -> Pair:
     base_items = {item.key: item for item in baseline.items}
     shared = [(base_items[item.key], item) for item in system.items
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
-                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, draws) for m in metrics})
+                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, context) for m in metrics})
 
 
 def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: ExperimentRecords,
                  shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings,
-                 draws: _IndexDraws) -> PairResult:
-    both = [(a, b) for a, b in shared if _has(metric, a, baseline) and _has(metric, b, system)]
-    odd = {"baseline": _kinds([k for k in (_non_finite(a, metric, baseline) for a, _ in shared) if k]),
-           "system": _kinds([k for k in (_non_finite(b, metric, system) for _, b in shared) if k])}
-    left_out = sum(1 for a, b in shared if _non_finite(a, metric, baseline) or _non_finite(b, metric, system))
+                 context: _Context) -> PairResult:
+    base_column, system_column = context.column(metric, baseline), context.column(metric, system)
+    both = [(a, b) for a, b in shared if a.key in base_column.has and b.key in system_column.has]
+    base_kinds = [base_column.kinds[a.key] for a, _ in shared if a.key in base_column.kinds]
+    system_kinds = [system_column.kinds[b.key] for _, b in shared if b.key in system_column.kinds]
+    odd = {"baseline": _kinds(base_kinds), "system": _kinds(system_kinds)}
+    left_out = sum(1 for a, b in shared if a.key in base_column.kinds or b.key in system_column.kinds)
     notes = []
     if left_out:
         sides = "; ".join(f"{e.name}: {_kinds_text(odd[side])}" for side, e in (("baseline", baseline),
@@ -327,9 +357,10 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                           p_value=None, verdict=Verdict.NONE, n=0, non_finite=non_finite, non_finite_kinds=odd,
                           wins=None, ties=None, losses=None, differences=(), largest_differences=(),
                           note="; ".join(notes))
-    idx = draws(len(both))
-    result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both]),
-                              _statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
+    idx = context.indices(len(both))
+    result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both], base_column),
+                              _statistic(metric, system, [b for _, b in both], system_column), idx,
+                              settings.confidence)
     significant: bool | None = result.p_value < settings.alpha
     p_value: float | None = result.p_value
     if len(both) == 1:             # every resample is the one pair: no spread, nothing to test
