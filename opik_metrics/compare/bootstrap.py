@@ -194,22 +194,32 @@ class CorpusStatistic:
 
     def resampled(self, idx: np.ndarray) -> np.ndarray:
         """The corpus score of each resample (row of ``idx``), an (R,) array."""
-        idx = _check_indices(idx, self.n_items)
-        n = self.n_items
-        out = np.empty(idx.shape[0], dtype=np.float64)
-        step = _rows_per_chunk(n)
-        for start in range(0, idx.shape[0], step):
-            block = idx[start:start + step]
-            rows = block.shape[0]
-            # counts[r, i]: how many times resample r drew item i (offset each row into its own bins)
-            offsets = np.arange(rows, dtype=np.int64)[:, None] * n
-            counts = np.bincount((block + offsets).ravel(), minlength=rows * n).reshape(rows, n)
-            sums = counts.astype(np.float64) @ self._matrix
-            out[start:start + rows] = [self._formula(row) for row in sums.tolist()]
-        return out
+        return resampled_together([self], idx)[0]
 
     def __repr__(self) -> str:
         return f"CorpusStatistic(n_items={self.n_items}, value={self.value!r})"
+
+
+def resampled_together(statistics: Sequence[CorpusStatistic], idx: np.ndarray) -> list[np.ndarray]:
+    """Each statistic's ``resampled(idx)``, for statistics over the same items: the draw counts of a
+    block of resamples are built once and summed against every statistic's rows (a paired test's two
+    sides share them), with each statistic's arithmetic exactly as alone."""
+    n = statistics[0].n_items
+    if any(stat.n_items != n for stat in statistics):
+        raise ValueError("statistics resampled together must cover the same number of items")
+    idx = _check_indices(idx, n)
+    outs = [np.empty(idx.shape[0], dtype=np.float64) for _ in statistics]
+    step = _rows_per_chunk(n)
+    for start in range(0, idx.shape[0], step):
+        block = idx[start:start + step]
+        rows = block.shape[0]
+        # counts[r, i]: how many times resample r drew item i (offset each row into its own bins)
+        offsets = np.arange(rows, dtype=np.int64)[:, None] * n
+        counts = np.bincount((block + offsets).ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        for stat, out in zip(statistics, outs):
+            sums = counts @ stat._matrix      # noqa: SLF001 - the class's own rows, read by its module
+            out[start:start + rows] = [stat._formula(row) for row in sums.tolist()]   # noqa: SLF001
+    return outs
 
 
 def _finite_matrix(rows: list) -> np.ndarray:
@@ -299,8 +309,11 @@ def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
         )
     idx = _check_indices(idx, baseline.n_items)
     n_resamples = idx.shape[0]
-    baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
-    system_r = np.asarray(system.resampled(idx), dtype=np.float64)
+    if isinstance(baseline, CorpusStatistic) and isinstance(system, CorpusStatistic):
+        baseline_r, system_r = resampled_together([baseline, system], idx)     # one count per block for both
+    else:
+        baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
+        system_r = np.asarray(system.resampled(idx), dtype=np.float64)
     baseline_value, system_value = float(baseline.value), float(system.value)
 
     delta_low, delta_high = _percentile_bounds(system_r - baseline_r, confidence)
