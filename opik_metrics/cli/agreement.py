@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "agreement", help="which metric agrees with human ratings: Kendall, Spearman, Pearson with intervals",
         description="Correlate each automatic score of an experiment with a human score on the items both have: "
-                    "Kendall's tau-c (the CLIPScore paper's choice) and tau-b, Spearman and Pearson, each with a "
+                    "Kendall's tau-c and tau-b (the CLIPScore paper reports tau-c on Flickr8K-Expert, tau-b on Flickr8K-CF), Spearman and Pearson, each with a "
                     "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "
                     "correlation against the best one's. The human score is an item score of that name (a "
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "

@@ -27,9 +27,12 @@ __all__ = ["DEFAULT_KENDALL", "RATERS", "Agreement", "AgreementSettings", "Corre
 #: (the item's pairs are resampled together).
 RATERS = ("mean", "pairs")
 
-#: The Kendall variant the table leads with: tau-c, the one the CLIPScore paper reports (Hessel et
-#: al. 2021, Flickr8K-Expert and Flickr8K-CF); tau-b is computed beside it.
+#: The Kendall variant the table leads with: tau-c, which the CLIPScore paper (Hessel et al. 2021,
+#: Table 1) reports on Flickr8K-Expert, ratings on a 1-4 scale; on Flickr8K-CF (yes/no votes) it
+#: reports tau-b, which is computed beside it.
 DEFAULT_KENDALL = "kendall_c"
+KENDALL_NOTE = ("Kendall tau-c leads, as the CLIPScore paper reports it on Flickr8K-Expert (tau-b on "
+                "Flickr8K-CF)")
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class Agreement:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["settings"]["methods"] = list(self.settings.methods)
-        data["kendall_variant"] = {"default": DEFAULT_KENDALL, "why": "the CLIPScore paper reports Kendall tau-c"}
+        data["kendall_variant"] = {"default": DEFAULT_KENDALL, "why": KENDALL_NOTE}
         return data
 
     def to_json(self) -> str:
@@ -128,7 +131,7 @@ class Agreement:
         s = self.settings
         lines = [f"agreement of {self.experiment} ({self.source}) with human score {self.human!r}: "
                  f"{self.human_items} rated items, raters={s.raters}; {int(round(s.confidence * 100))}% bootstrap "
-                 f"intervals, {s.resamples} item resamples, seed {s.seed}; tau-c is the CLIPScore paper's Kendall"]
+                 f"intervals, {s.resamples} item resamples, seed {s.seed}", KENDALL_NOTE]
         header = ["metric", "n", *methods]
         rows = [header]
         for m in self.metrics:
