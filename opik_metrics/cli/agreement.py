@@ -21,10 +21,20 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
                                  local_advice="or pass --store PATH to read an experiment of the local store")
     result = agreement_of(records, args.human, args.metric, settings)
+    files = None
+    if args.output:
+        from opik_metrics.compare.agreement_report import write_agreement_report
+
+        try:
+            files = write_agreement_report(result, args.output)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
     if args.format == "json":
         sys.stdout.write(result.to_json())
     else:
         sys.stdout.write(result.format_table())
+        if files is not None:
+            print(f"\nreport: {files.html}\ndata:   {files.json}")
     return 0
 
 
@@ -62,4 +72,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
+    parser.add_argument("--output", "-o", metavar="DIR",
+                        help="also write a report: DIR/index.html (the table, a plot of the correlations with their "
+                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png")
     parser.set_defaults(func=cmd_agreement)
