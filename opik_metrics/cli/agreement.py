@@ -19,6 +19,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
                                  confidence=args.confidence)
     settings.check()
     [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
+                                 publishing=args.publish, check_pushed=args.publish,
                                  local_advice="or pass --store PATH to read an experiment of the local store")
     result = agreement_of(records, args.human, args.metric, settings)
     files = None
@@ -35,6 +36,16 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         sys.stdout.write(result.format_table())
         if files is not None:
             print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        from opik_metrics.compare.agreement_publish import publish_agreement
+
+        published = publish_agreement(result, records.name, project_name=args.project)
+        say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
+        print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} agreement score(s) on "
+              f"experiment {records.name}", file=say)
+        for score, (theirs, ours) in published.kept.items():
+            print(f"{records.name}: {score} was logged before as {theirs:.6g}; kept (this agreement has {ours:.6g})",
+                  file=say)
     return 0
 
 
@@ -72,6 +83,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
+    parser.add_argument("--publish", action="store_true",
+                        help="write each correlation and its interval as experiment scores on the experiment in Opik "
+                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high) and the whole agreement in its metadata; "
+                             "an experiment of the local store must be pushed first")
     parser.add_argument("--output", "-o", metavar="DIR",
                         help="also write a report: DIR/index.html (the table, a plot of the correlations with their "
                              "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png")
