@@ -78,6 +78,10 @@ footer { margin-top: 40px; color: var(--muted); font-size: 0.8rem; }
 """
 
 
+#: The report's style sheet, shared with the agreement page (``agreement_report``).
+PAGE_CSS = _CSS
+
+
 # ----------------------------------------------------------------------------- formatting
 
 def esc(value: Any) -> str:

@@ -30,7 +30,7 @@ def _run(module: str, args: list[str]) -> dict:
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
-COMMANDS = [[], ["score"], ["explain"], ["caption"], ["compare"], ["experiments"], ["experiments", "list"],
+COMMANDS = [[], ["score"], ["explain"], ["caption"], ["compare"], ["agreement"], ["experiments"], ["experiments", "list"],
             ["experiments", "show"], ["experiments", "push"]]
 
 
@@ -54,6 +54,8 @@ def test_help_imports_nothing_heavy(command):
     ["caption", "--experiment", "x"],                        # no dataset source
     ["caption", "--experiment", "x", "--tsv", "a.tsv", "--hf-dataset", "b"],
     ["compare", "only-one", "-o", "out"],
+    ["agreement", "run-1"],                                  # no --human
+    ["agreement", "run-1", "--human", "rating", "--raters", "median"],
     ["score", "--metric", "no-such-metric", "-p", "a.txt", "-r", "b.txt"],
 ])
 def test_usage_errors_import_nothing_heavy(args):

@@ -18,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-EXPECTED = {"01_metrics_quickstart.ipynb", "02_caption_experiment.ipynb", "03_distillation.ipynb"}
+EXPECTED = {"01_metrics_quickstart.ipynb", "02_caption_experiment.ipynb", "03_distillation.ipynb",
+            "04_agreement.ipynb"}
 
 # Run first in every kernel: which Python and which settings the notebook really gets.
 PROBE = ("import json, os, sys\n"

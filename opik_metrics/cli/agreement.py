@@ -1,0 +1,93 @@
+"""``opik-metrics agreement``: which of an experiment's scores agrees best with a human score
+(Kendall tau-c and tau-b, Spearman, Pearson, with bootstrap intervals), from the local store, an
+Opik server or a record file."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from opik_metrics.cli.options import add_store_argument
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from opik_metrics.compare.agreement_source import agreement_of
+    from opik_metrics.compare.human_agreement import AgreementSettings
+    from opik_metrics.compare.sources import load_compared
+
+    settings = AgreementSettings(raters=args.raters, resamples=args.resamples, seed=args.seed,
+                                 confidence=args.confidence)
+    settings.check()
+    [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
+                                 publishing=args.publish, check_pushed=args.publish,
+                                 local_advice="or pass --store PATH to read an experiment of the local store")
+    result = agreement_of(records, args.human, args.metric, settings)
+    files = None
+    if args.output:
+        from opik_metrics.compare.agreement_report import write_agreement_report
+
+        try:
+            files = write_agreement_report(result, args.output)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+    if args.format == "json":
+        sys.stdout.write(result.to_json())
+    else:
+        sys.stdout.write(result.format_table())
+        if files is not None:
+            print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        from opik_metrics.compare.agreement_publish import publish_agreement
+
+        published = publish_agreement(result, records.name, project_name=args.project)
+        say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
+        print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} agreement score(s) on "
+              f"experiment {records.name}", file=say)
+        for score, (theirs, ours) in published.kept.items():
+            print(f"{records.name}: {score} was logged before as {theirs:.6g}; kept (this agreement has {ours:.6g})",
+                  file=say)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``agreement`` to the ``add_subparsers()`` object of the main parser."""
+    from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    parser = subparsers.add_parser(
+        "agreement", help="which metric agrees with human ratings: Kendall, Spearman, Pearson with intervals",
+        description="Correlate each automatic score of an experiment with a human score on the items both have: "
+                    "Kendall's tau-c and tau-b (the CLIPScore paper reports tau-c on Flickr8K-Expert, tau-b on Flickr8K-CF), Spearman and Pearson, each with a "
+                    "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "
+                    "correlation against the best one's. The human score is an item score of that name (a "
+                    "feedback score annotators logged in Opik, or one stored with the item) or an input field "
+                    "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater.")
+    parser.add_argument("name", metavar="NAME",
+                        help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
+                             "written by `score --input ... --output --keep COLUMN`)")
+    parser.add_argument("--human", required=True, metavar="SCORE", help="the human score's name")
+    parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
+                        help="automatic score to correlate (repeatable; default: every score but precision/recall "
+                             "parts and the human one)")
+    parser.add_argument("--raters", choices=["mean", "pairs"], default="mean",
+                        help="several ratings of one item: their mean (default), or each rating a pair of its own "
+                             "(an item's pairs are resampled together)")
+    source = parser.add_mutually_exclusive_group()
+    add_store_argument(source)
+    source.add_argument("--opik", action="store_true",
+                        help="read the experiment from the configured Opik server (default: the server when one "
+                             "is configured, else the local store)")
+    parser.add_argument("--project", help="Opik project of the experiment (--opik)")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                        help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
+    parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
+    parser.add_argument("--publish", action="store_true",
+                        help="write each correlation and its interval as experiment scores on the experiment in Opik "
+                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high) and the whole agreement in its metadata; "
+                             "an experiment of the local store must be pushed first")
+    parser.add_argument("--output", "-o", metavar="DIR",
+                        help="also write a report: DIR/index.html (the table, a plot of the correlations with their "
+                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png")
+    parser.set_defaults(func=cmd_agreement)

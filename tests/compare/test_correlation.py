@@ -1,0 +1,92 @@
+"""The correlations equal scipy.stats' on the full sample and on each resample (a resample given
+as draw counts must equal scipy on the gathered values), with ties, constant and tiny columns."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from opik_metrics.compare.correlation import METHODS, correlation, distinct_counts, resampled_correlations
+
+stats = pytest.importorskip("scipy.stats")
+
+
+def scipy_value(method: str, x, y) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if method == "kendall_b":
+                return float(stats.kendalltau(x, y, variant="b").statistic)
+            if method == "kendall_c":
+                return float(stats.kendalltau(x, y, variant="c").statistic)
+            if method == "spearman":
+                return float(stats.spearmanr(x, y).statistic)
+            return float(stats.pearsonr(x, y).statistic)
+        except ValueError:          # pearsonr refuses fewer than two values
+            return float("nan")
+
+
+def columns(kind: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = x + rng.normal(size=n)
+    if kind == "ties":                 # a metric with few values against 1-5 ratings
+        x, y = np.round(x * 2), rng.integers(1, 6, size=n).astype(float)
+    elif kind == "ties-one-side":
+        y = rng.integers(1, 4, size=n).astype(float)
+    elif kind == "skewed":
+        x = np.exp(3 * x) + 1e6
+    return x, y
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["continuous", "ties", "ties-one-side", "skewed"])
+@pytest.mark.parametrize("n", [2, 3, 11, 80])
+def test_full_sample_equals_scipy(method, kind, n):
+    x, y = columns(kind, n, seed=n)
+    expected = scipy_value(method, x, y)
+    got = correlation(method, x, y)
+    if np.isnan(expected):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["continuous", "ties"])
+def test_each_resample_equals_scipy_on_the_drawn_values(method, kind):
+    n = 25
+    x, y = columns(kind, n, seed=7)
+    idx = np.random.default_rng(3).integers(0, n, size=(40, n))
+    weights = np.stack([np.bincount(row, minlength=n) for row in idx])
+    got = resampled_correlations(method, x, y, weights)
+    expected = np.array([scipy_value(method, x[row], y[row]) for row in idx])
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got[~np.isnan(got)], expected[~np.isnan(expected)], rtol=0, atol=1e-12)
+
+
+def test_hand_worked_kendall_variants_differ_on_an_unbalanced_table():
+    x = [1, 1, 2, 2, 3, 3]
+    y = [1, 2, 1, 2, 2, 2]
+    # points A(1,1) B(1,2) C(2,1) D(2,2) E(3,2) F(3,2): concordant A-D A-E A-F C-E C-F, discordant B-C,
+    # every other pair tied in x or y: S = 5 - 1 = 4. Of 15 pairs, 3 tie in x; in y two 1s and four 2s
+    # tie 1 + 6 = 7. tau-b = 4 / sqrt(12 * 8); tau-c = 2 * 4 / (6^2 * (2 - 1) / 2) = 4 / 9 (y has 2 values).
+    assert correlation("kendall_b", x, y) == pytest.approx(4 / np.sqrt(96), abs=1e-15)
+    assert correlation("kendall_c", x, y) == pytest.approx(4 / 9, abs=1e-15)
+
+
+def test_constant_column_is_nan_here():
+    for method in METHODS:
+        assert np.isnan(correlation(method, [1, 2, 3], [5, 5, 5]))
+        assert np.isnan(correlation(method, [4, 4], [1, 2]))
+    assert distinct_counts([1, 2, 2], np.array([[1, 0, 2], [0, 3, 0]])).tolist() == [2, 1]
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="x\\[1\\] is nan"):
+        correlation("pearson", [1, float("nan")], [1, 2])
+    with pytest.raises(ValueError, match="unknown correlation"):
+        correlation("tau", [1, 2], [1, 2])
+    with pytest.raises(ValueError, match="one of each per pair"):
+        correlation("spearman", [1, 2, 3], [1, 2])
