@@ -22,7 +22,8 @@ import numpy as np
 
 from opik_metrics.core.versions import ours, package_version
 from opik_metrics.compare.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusStatistic,
-                                            MeanStatistic, bootstrap_interval, paired_bootstrap, resample_indices,
+                                            MeanStatistic, ResampledOnce, bootstrap_interval, paired_bootstrap,
+                                            resample_indices,
                                             wins_ties_losses)
 from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
@@ -276,6 +277,7 @@ class _Context:
         self.resamples, self.seed = settings.resamples, settings.seed
         self.last: tuple[int, Any] | None = None
         self.columns: dict[tuple[str, str], _Column] = {}
+        self.statistics: dict[tuple[str, str, tuple[str, ...]], ResampledOnce] = {}
 
     def indices(self, n_items: int) -> Any:
         if self.last is None or self.last[0] != n_items:
@@ -284,6 +286,15 @@ class _Context:
             idx.flags.writeable = False
             self.last = (n_items, idx)
         return self.last[1]
+
+    def statistic(self, metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
+        """``_statistic`` of ``metric`` over ``items`` (in that order), made once: an experiment's
+        interval and a paired test's side over the same items share its resamples."""
+        key = (metric.name, experiment.name, tuple(item.key for item in items))
+        if key not in self.statistics:
+            self.statistics[key] = ResampledOnce(_statistic(metric, experiment, items,
+                                                            self.column(metric, experiment)))
+        return self.statistics[key]
 
     def column(self, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
         key = (metric.name, experiment.name)
@@ -327,8 +338,8 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
         odd = list(column.kinds.values())
         if not items:
             continue
-        stat = _statistic(metric, e, items, column)
-        interval = bootstrap_interval(stat, context.indices(len(items)), settings.confidence)
+        interval = bootstrap_interval(context.statistic(metric, e, items), context.indices(len(items)),
+                                      settings.confidence)
         out[e.name] = ScoreValue(
             value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
             failed=len(e.items) - len(items) - len(odd) + e.failed_elsewhere, non_finite=len(odd),
@@ -374,9 +385,8 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                           wins=None, ties=None, losses=None, differences=(), largest_differences=(),
                           note="; ".join(notes))
     idx = context.indices(len(both))
-    result = paired_bootstrap(_statistic(metric, baseline, [a for a, _ in both], base_column),
-                              _statistic(metric, system, [b for _, b in both], system_column), idx,
-                              settings.confidence)
+    result = paired_bootstrap(context.statistic(metric, baseline, [a for a, _ in both]),
+                              context.statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
     significant: bool | None = result.p_value < settings.alpha
     p_value: float | None = result.p_value
     if len(both) == 1:             # every resample is the one pair: no spread, nothing to test

@@ -200,6 +200,39 @@ class CorpusStatistic:
         return f"CorpusStatistic(n_items={self.n_items}, value={self.value!r})"
 
 
+class ResampledOnce:
+    """A statistic whose resamples are computed once per index matrix (the same array object): an
+    experiment's interval and its side of a paired test over the same items, in the same order and
+    with the same indices, then share one computation instead of two."""
+
+    def __init__(self, statistic: Statistic) -> None:
+        self.statistic = statistic
+        self.n_items = statistic.n_items
+        self.value = statistic.value
+        self._done: tuple[np.ndarray, np.ndarray] | None = None
+
+    def knows(self, idx: np.ndarray) -> bool:
+        """Whether the resamples for ``idx`` are already computed."""
+        return self._done is not None and self._done[0] is idx
+
+    def remember(self, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+        self._done = (idx, values)
+        return values
+
+    def resampled(self, idx: np.ndarray) -> np.ndarray:
+        if not self.knows(idx):
+            self.remember(idx, np.asarray(self.statistic.resampled(idx), dtype=np.float64))
+        assert self._done is not None
+        return self._done[1]
+
+
+def _corpus_to_count(statistic: Statistic, idx: np.ndarray) -> CorpusStatistic | None:
+    """The CorpusStatistic behind ``statistic`` when its resamples for ``idx`` are still to count."""
+    if isinstance(statistic, ResampledOnce) and not statistic.knows(idx):
+        statistic = statistic.statistic
+    return statistic if isinstance(statistic, CorpusStatistic) else None
+
+
 def resampled_together(statistics: Sequence[CorpusStatistic], idx: np.ndarray) -> list[np.ndarray]:
     """Each statistic's ``resampled(idx)``, for statistics over the same items: the draw counts of a
     block of resamples are built once and summed against every statistic's rows (a paired test's two
@@ -309,8 +342,12 @@ def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
         )
     idx = _check_indices(idx, baseline.n_items)
     n_resamples = idx.shape[0]
-    if isinstance(baseline, CorpusStatistic) and isinstance(system, CorpusStatistic):
-        baseline_r, system_r = resampled_together([baseline, system], idx)     # one count per block for both
+    both = (_corpus_to_count(baseline, idx), _corpus_to_count(system, idx))
+    if both[0] is not None and both[1] is not None:
+        baseline_r, system_r = resampled_together([both[0], both[1]], idx)     # one count per block for both
+        for stat, values in ((baseline, baseline_r), (system, system_r)):
+            if isinstance(stat, ResampledOnce):
+                stat.remember(idx, values)
     else:
         baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
         system_r = np.asarray(system.resampled(idx), dtype=np.float64)
