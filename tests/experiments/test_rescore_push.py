@@ -1,0 +1,54 @@
+"""A pushed experiment rescored in the store, pushed again, through the real SDK to the REST
+stand-in: only the new feedback scores and the new corpus score are sent (no trace, span or
+experiment item again); with ``replace``, the replaced scores are sent again with their new values."""
+from __future__ import annotations
+
+from opik_metrics import BLEU, METEOR
+from opik_metrics.experiments.rescore import rescore_local
+from opik_metrics.experiments.store import ExperimentStore
+from tests.experiments.test_push_readback import (EXPERIMENT_ITEMS, EXPERIMENTS, SCORES, SPANS, TRACES,  # noqa: F401
+                                                  _on_server, _push, _pushed_at, _sent, _stored, server, stored)
+
+
+def _rescore(path, metrics, **kw):
+    with ExperimentStore(path) as store:
+        rescore_local(store, "toy", metrics, progress=False, **kw)
+
+
+def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored, capsys):
+    assert _push(capsys, stored)[0] == 0 and _pushed_at(stored) is not None
+    _rescore(stored, [METEOR()])
+    assert _pushed_at(stored) is None                 # the server lacks the new scores
+    start = len(server.requests)
+    code, out, err = _push(capsys, stored)
+    assert code == 0, err
+    assert "read back: all 4 items and 11 feedback scores there (this push sent 0 traces and 4 feedback" in out
+    (batch,) = _sent(server, start, SCORES)
+    assert sorted(s["name"] for s in batch["scores"]) == ["meteor"] * 4
+    for pattern in (TRACES, SPANS, EXPERIMENT_ITEMS, EXPERIMENTS):
+        assert _sent(server, start, pattern) == [], pattern
+    experiment, scores = _on_server(server)
+    assert scores == _stored(stored)
+    with ExperimentStore(stored, create=False) as store:
+        corpus = store.info("toy").experiment_scores
+    assert {s["name"]: s["value"] for s in experiment["experiment_scores"]} == \
+        {"corpus_bleu": round(corpus["corpus_bleu"], 9), "corpus_meteor": round(corpus["corpus_meteor"], 9)}
+    assert _pushed_at(stored) is not None
+
+
+def test_replaced_scores_are_sent_again_with_their_new_values(server, stored, capsys):
+    assert _push(capsys, stored)[0] == 0
+    before = {k: v["bleu"] for k, v in _stored(stored).items()}
+    _rescore(stored, [BLEU(tokenize="char")], replace=True)
+    changed = [k for k, v in _stored(stored).items() if v["bleu"] != before[k]]
+    assert 0 < len(changed) < 4                       # identical texts score 1 either way
+    start = len(server.requests)
+    code, out, err = _push(capsys, stored)
+    assert code == 0, err
+    (batch,) = _sent(server, start, SCORES)
+    assert sorted(s["name"] for s in batch["scores"]) == ["bleu"] * len(changed)   # only values that changed
+    experiment, scores = _on_server(server)
+    assert scores == _stored(stored)
+    with ExperimentStore(stored, create=False) as store:
+        corpus = store.info("toy").experiment_scores["corpus_bleu"]
+    assert [(s["name"], s["value"]) for s in experiment["experiment_scores"]] == [("corpus_bleu", round(corpus, 9))]
