@@ -15,7 +15,7 @@ def _rescore(path, metrics, **kw):
         rescore_local(store, "toy", metrics, progress=False, **kw)
 
 
-def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored, capsys):
+def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored, capsys):  # noqa: F811 (the fixtures imported above)
     assert _push(capsys, stored)[0] == 0 and _pushed_at(stored) is not None
     _rescore(stored, [METEOR()])
     assert _pushed_at(stored) is None                 # the server lacks the new scores
@@ -36,7 +36,7 @@ def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored,
     assert _pushed_at(stored) is not None
 
 
-def test_replaced_scores_are_sent_again_with_their_new_values(server, stored, capsys):
+def test_replaced_scores_are_sent_again_with_their_new_values(server, stored, capsys):  # noqa: F811 (the fixtures imported above)
     assert _push(capsys, stored)[0] == 0
     before = {k: v["bleu"] for k, v in _stored(stored).items()}
     _rescore(stored, [BLEU(tokenize="char")], replace=True)
