@@ -52,3 +52,30 @@ def test_replaced_scores_are_sent_again_with_their_new_values(server, stored, ca
     with ExperimentStore(stored, create=False) as store:
         corpus = store.info("toy").experiment_scores["corpus_bleu"]
     assert [(s["name"], s["value"]) for s in experiment["experiment_scores"]] == [("corpus_bleu", round(corpus, 9))]
+
+
+def test_evaluate_experiment_on_a_server_adds_scores_corpus_scores_and_facts(server):
+    import json
+
+    from opik_metrics import evaluate, evaluate_experiment
+    from opik_metrics.core import facts_of
+    from tests.experiments.toy import ITEMS, EchoTask
+
+    items = [item for item in ITEMS if item["answer"] not in ("SKIP", "RAISE")]   # opik.evaluate stops on those
+    evaluate(items, EchoTask(), [BLEU()], experiment_name="toy", verbose=0)
+    before = len(server.traces)
+    summary = evaluate_experiment("toy", [METEOR()], verbose=0)
+    assert summary.backend == "opik" and len(server.traces) == before == 4     # no task run: no new trace
+    (experiment,) = server.experiments.values()
+    traces = [server.traces[i["trace_id"]] for i in server.experiment_items[experiment["id"]]]
+    outputs = [t["output"]["output"] for t in traces]
+    references = [t["input"]["reference"] for t in traces]
+    want = [r[0].value for r in METEOR().score_batch(outputs, references)]
+    got = [server.trace_scores(t["id"])["meteor"] for t in traces]
+    assert got == [round(v, 9) for v in want]
+    assert all("bleu" in server.trace_scores(t["id"]) for t in traces)
+    corpus = {s["name"]: s["value"] for s in experiment["experiment_scores"]}
+    assert set(corpus) == {"corpus_bleu", "corpus_meteor"}          # the run's corpus score kept beside the new
+    assert corpus["corpus_meteor"] == round(METEOR().corpus_score(outputs, references).value, 9)
+    assert experiment["metadata"]["metrics"]["meteor"] == json.loads(json.dumps(facts_of(METEOR()).as_dict()))
+    assert "bleu" in experiment["metadata"]["metrics"]
