@@ -1,6 +1,6 @@
 """Add metrics to an experiment in the local store without running its task again: the stored
 outputs and references are scored with the new metrics, chunk by chunk, each item's new scores
-committed as they finish (under the experiment's lease, as a run); then the corpus scores are
+committed a chunk at a time (under the experiment's lease, as a run); then the corpus scores are
 computed from the items' statistics and the metrics' facts go into the experiment's config.
 
 A rescore that stops halfway leaves its metrics listed under ``rescoring`` in the config; the
@@ -80,7 +80,7 @@ def scoring_inputs(item: StoredItem) -> dict:
 
 def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
                   scorers: Sequence[ExperimentScorer] | None = None, replace: bool = False,
-                  chunk_size: int = 64, progress: bool = True) -> ExperimentSummary:
+                  chunk_size: int = 256, progress: bool = True) -> ExperimentSummary:
     """Score stored experiment ``name`` with ``metrics`` (never calling its task) and add their item
     and corpus scores and facts; see the module's docstring. ``scorers``: experiment-level scores
     (default: the metrics' corpus scores). Failed items stay failed, with their reason."""
@@ -134,7 +134,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
 
 
 def _score(store: ExperimentStore, exp_id: int, metrics: Sequence[Any], chunk: list[StoredItem]) -> None:
-    """Score one chunk with each metric an item still lacks; each item's new scores committed together."""
+    """Score one chunk with each metric an item still lacks; the chunk's new scores committed together."""
     start = time.perf_counter()
     new: list[list[tuple[str, Any]]] = [[] for _ in chunk]
     made: list[list[str]] = [[] for _ in chunk]
@@ -147,9 +147,8 @@ def _score(store: ExperimentStore, exp_id: int, metrics: Sequence[Any], chunk: l
             new[k].extend(item_results)
             made[k].append(metric.name)
     share = (time.perf_counter() - start) / len(chunk)
-    for item, results, names in zip(chunk, new, made):
-        if names:
-            store.add_scores(exp_id, item.key, names, [_stored(metric, r) for metric, r in results], share)
+    store.add_scores(exp_id, [(item.key, names, [_stored(metric, r) for metric, r in results])
+                              for item, results, names in zip(chunk, new, made) if names], share)
 
 
 def _stored(metric: str, result: Any) -> StoredScore:

@@ -399,22 +399,26 @@ class ExperimentStore:
         return self._leased(name, wait, body)
 
     @_guarded
-    def add_scores(self, exp_id: int, key: str, metrics: Sequence[str], scores: Iterable[StoredScore],
+    def add_scores(self, exp_id: int, added: Sequence[tuple[str, Sequence[str], Sequence[StoredScore]]],
                    score_seconds: float | None) -> None:
-        """A scored item's scores from ``metrics`` (added by a rescore), replacing any it has from
-        them; its other scores, status and output stay. Committed at once."""
-        rows = [(exp_id, key, storable_text(s.name), storable_text(s.metric), None if s.failed else stored_value(s.value),
-                 int(s.failed), storable_text(s.reason), dumps(s.metadata or {})) for s in scores]
+        """Scores added by a rescore to scored items, each ``(item key, metrics, scores)``: the
+        item's scores from those metrics are replaced, its other scores, status and output stay.
+        Committed together (a chunk), ``score_seconds`` added to each item's."""
         db = self._writable()
         with db:
             self._fence(exp_id)
-            db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND metric IN "
-                       f"({', '.join('?' * len(metrics))})", (exp_id, key, *map(storable_text, metrics)))
-            db.executemany(
-                "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
-                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("UPDATE experiment_items SET score_seconds = COALESCE(score_seconds, 0) + ? "
-                       "WHERE experiment_id = ? AND item_key = ?", (score_seconds or 0.0, exp_id, key))
+            for key, metrics, scores in added:
+                db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND metric IN "
+                           f"({', '.join('?' * len(metrics))})", (exp_id, key, *map(storable_text, metrics)))
+                db.executemany(
+                    "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
+                    "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(exp_id, key, storable_text(s.name), storable_text(s.metric),
+                      None if s.failed else stored_value(s.value), int(s.failed), storable_text(s.reason),
+                      dumps(s.metadata or {})) for s in scores])
+            db.executemany("UPDATE experiment_items SET score_seconds = COALESCE(score_seconds, 0) + ? "
+                           "WHERE experiment_id = ? AND item_key = ?",
+                           [(score_seconds or 0.0, exp_id, key) for key, _, _ in added])
 
     @_guarded
     def end_rescore(self, exp_id: int, config: dict, seconds: float) -> None:
