@@ -1,10 +1,12 @@
 """Adding metrics to a stored experiment: the new item scores equal the metric's own score_batch
 on the stored outputs, the corpus scores its corpus_score; outputs, failures and earlier scores
 stay; an interrupted rescore resumes, scoring each item once; a metric already there is refused
-unless replaced; compare reads the new scores."""
+unless replaced; a rescore killed halfway resumes; compare reads the new scores."""
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
+import time
 
 import pytest
 import sacrebleu
@@ -16,7 +18,7 @@ from opik_metrics.compare.sources import from_store
 from opik_metrics.core import facts_of
 from opik_metrics.experiments.rescore import MetricPresent, rescore_local
 from opik_metrics.experiments.runner import run_experiment
-from opik_metrics.experiments.store import ExperimentStore, StoreError
+from opik_metrics.experiments.store import ExperimentLocked, ExperimentStore, StoreError
 from tests.experiments.toy import ITEMS, EchoTask
 
 
@@ -208,3 +210,51 @@ def test_evaluate_experiment_on_the_local_store(tmp_path, monkeypatch):
         opik_metrics.evaluate_experiment("toy", [BLEU()], store=path, verbose=0)
     with pytest.raises(ValueError, match="scoring_key_mapping: only on an Opik server"):
         opik_metrics.evaluate_experiment("toy", [METEOR()], store=path, scoring_key_mapping={"output": "x"})
+
+
+class HangingBLEU(BLEU):
+    """BLEU that, on batch ``hang_at``, says so through ``ready`` and hangs (to be killed there)."""
+
+    def __init__(self, ready=None, hang_at: int | None = None) -> None:
+        super().__init__()
+        self.ready, self.hang_at, self.batches, self.scored = ready, hang_at, 0, []
+
+    def score_batch(self, outputs, references=None, **kw):
+        self.batches += 1
+        if self.batches == self.hang_at:
+            self.ready.set()
+            time.sleep(600)
+        self.scored.extend(outputs)
+        return super().score_batch(outputs, references, **kw)
+
+
+def _rescore_and_hang(path: str, ready) -> None:
+    with ExperimentStore(path) as store:
+        rescore_local(store, "toy", [HangingBLEU(ready, hang_at=2)], chunk_size=2, progress=False)
+
+
+def test_a_rescore_killed_halfway_resumes_each_item_scored_once(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _run(path)
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    child = ctx.Process(target=_rescore_and_hang, args=(str(path), ready))
+    child.start()
+    try:
+        assert ready.wait(120)
+        with pytest.raises(ExperimentLocked, match=f"pid {child.pid}"):     # not beside a running rescore
+            _rescore(path, [HangingBLEU()])
+        child.kill()                                                       # kill -9: no end, no release
+        child.join(timeout=60)
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join(timeout=60)
+    assert len(_score_rows(path, "bleu")) == 2                              # the first chunk, committed
+    again = HangingBLEU()
+    _rescore(path, [again])
+    info, items = _stored(path)
+    scored = [it for it in items if it.status == "scored"]
+    assert len(again.scored) == len(scored) - 2                             # only the items left
+    assert sorted(n for _, n in _score_rows(path, "bleu")) == [1] * len(scored)
+    assert "rescoring" not in info.config and "corpus_bleu" in info.experiment_scores
