@@ -109,5 +109,5 @@ def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], sc
     if given:
         raise ValueError(f"{', '.join(given)}: only on an Opik server; the local store scores each item "
                          "with its stored input and output")
-    with ExperimentStore(store) as db:
+    with ExperimentStore(store, create=False) as db:        # no store there: StoreNotFound, no new file
         return rescore_local(db, experiment_name, metrics, scorers=scorers, replace=replace, progress=bool(verbose))

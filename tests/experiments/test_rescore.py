@@ -210,6 +210,9 @@ def test_evaluate_experiment_on_the_local_store(tmp_path, monkeypatch):
         opik_metrics.evaluate_experiment("toy", [BLEU()], store=path, verbose=0)
     with pytest.raises(ValueError, match="scoring_key_mapping: only on an Opik server"):
         opik_metrics.evaluate_experiment("toy", [METEOR()], store=path, scoring_key_mapping={"output": "x"})
+    with pytest.raises(StoreError, match="no experiment store at"):
+        opik_metrics.evaluate_experiment("toy", [METEOR()], store=tmp_path / "none.sqlite")
+    assert not (tmp_path / "none.sqlite").exists()
 
 
 class HangingBLEU(BLEU):
