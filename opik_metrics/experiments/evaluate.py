@@ -90,8 +90,9 @@ def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], sc
             from the items' statistics), added beside the ones the experiment has.
         store: the local store's path (implies the local store).
         backend: "auto" (the server when one is configured, else the local store), "local" or "opik".
-        replace: score again with a metric the experiment already has (else refused). Locally, an
-            interrupted call resumes: called again, it scores only the items still lacking the metric.
+        replace: score again with a metric the experiment already has (else refused: MetricPresent).
+            Locally, an interrupted call resumes: called again, it scores only the items still lacking
+            the metric.
     """
     metrics = list(scoring_metrics or [])
     scorers = (experiment_scorers(metrics) if experiment_scoring_functions is None
@@ -103,7 +104,7 @@ def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], sc
         return rescore_on_opik(experiment_name, metrics, scorers=scorers, url=chosen.url, project_name=project_name,
                                experiment_id=experiment_id, scoring_functions=scoring_functions,
                                scoring_key_mapping=scoring_key_mapping, scoring_threads=scoring_threads,
-                               verbose=verbose)
+                               verbose=verbose, replace=replace)
     given = [n for n, v in (("scoring_functions", scoring_functions), ("scoring_key_mapping", scoring_key_mapping),
                             ("experiment_id", experiment_id)) if v]
     if given:

@@ -14,6 +14,7 @@ from opik.evaluation.metrics.score_result import ScoreResult
 from opik_metrics.core import facts_of
 from opik_metrics.experiments.opik_runner import _means, _storable_scorer, preload_lazy_imports
 from opik_metrics.experiments.opik_server import server_errors
+from opik_metrics.experiments.rescore import MetricPresent
 from opik_metrics.experiments.scoring import ExperimentScorer
 from opik_metrics.experiments.storable_scores import storable_metrics
 from opik_metrics.experiments.summary import ExperimentSummary
@@ -38,8 +39,10 @@ def _noting(scorer: ExperimentScorer, made: list[str]) -> ExperimentScorer:
 def rescore_on_opik(name: str, metrics: Sequence[Any], *, scorers: Sequence[ExperimentScorer], url: str | None,
                     project_name: str | None = None, experiment_id: str | None = None,
                     scoring_functions: Sequence[Any] | None = None, scoring_key_mapping: Any = None,
-                    scoring_threads: int = 16, verbose: int = 1, client: Any = None) -> ExperimentSummary:
-    """``opik.evaluate_experiment`` with ``metrics`` on the server's experiment ``name``."""
+                    scoring_threads: int = 16, verbose: int = 1, replace: bool = False,
+                    client: Any = None) -> ExperimentSummary:
+    """``opik.evaluate_experiment`` with ``metrics`` on the server's experiment ``name``; a metric
+    its config records, or whose score it has, is refused (MetricPresent) unless ``replace``."""
     started = time.perf_counter()
     with server_errors(url, f"the experiment {name!r} (finding it)"):
         client = client or opik.Opik(project_name=project_name)
@@ -51,6 +54,13 @@ def rescore_on_opik(name: str, metrics: Sequence[Any], *, scorers: Sequence[Expe
                              f"{name!r}; pass experiment_id= to say which")
         experiment = found[0]
         data = experiment.get_experiment_data()
+    config = dict(data.metadata) if isinstance(data.metadata, dict) else {}
+    recorded = dict(config.get("metrics") or {}) if isinstance(config.get("metrics"), dict) else {}
+    there = set(recorded) | {s.name for s in data.feedback_scores or []}
+    present = [m.name for m in metrics if m.name in there]
+    if present and not replace:
+        raise MetricPresent(f"experiment {name!r} on {url or 'the Opik server'}: metric {present[0]!r} is already "
+                            "there; pass replace=True to score every item with it again, or name= it otherwise")
     before = {s.name: s.value for s in data.experiment_scores or []}
     made: list[str] = []
     functions = [_noting(_storable_scorer(s), made) for s in scorers] + [_keep_others(before, made)]
@@ -62,8 +72,6 @@ def rescore_on_opik(name: str, metrics: Sequence[Any], *, scorers: Sequence[Expe
             scoring_threads=scoring_threads, verbose=verbose, scoring_key_mapping=scoring_key_mapping,
             experiment_id=experiment.id, experiment_scoring_functions=functions, project_name=project_name)
     with server_errors(url, f"the config of experiment {name!r}"):
-        config = dict(data.metadata or {}) if isinstance(data.metadata, dict) else {}
-        recorded = dict(config.get("metrics") or {}) if isinstance(config.get("metrics"), dict) else {}
         recorded.update({m.name: facts_of(m).as_dict() for m in metrics})
         client.update_experiment(experiment.id, experiment_config={**config, "metrics": recorded})
     return ExperimentSummary(

@@ -3,8 +3,10 @@ stand-in: only the new feedback scores and the new corpus score are sent (no tra
 experiment item again); with ``replace``, the replaced scores are sent again with their new values."""
 from __future__ import annotations
 
+import pytest
+
 from opik_metrics import BLEU, METEOR
-from opik_metrics.experiments.rescore import rescore_local
+from opik_metrics.experiments.rescore import MetricPresent, rescore_local
 from opik_metrics.experiments.store import ExperimentStore
 from tests.experiments.test_push_readback import (EXPERIMENT_ITEMS, EXPERIMENTS, SCORES, SPANS, TRACES,  # noqa: F401
                                                   _on_server, _push, _pushed_at, _sent, _stored, server, stored)
@@ -80,3 +82,13 @@ def test_evaluate_experiment_on_a_server_adds_scores_corpus_scores_and_facts(ser
     assert corpus["corpus_meteor"] == round(METEOR().corpus_score(outputs, references).value, 9)
     assert experiment["metadata"]["metrics"]["meteor"] == json.loads(json.dumps(facts_of(METEOR()).as_dict()))
     assert "bleu" in experiment["metadata"]["metrics"]
+
+    with pytest.raises(MetricPresent, match="metric 'meteor' is already there"):
+        evaluate_experiment("toy", [METEOR()], verbose=0)
+    with pytest.raises(MetricPresent, match="metric 'bleu' is already there"):
+        evaluate_experiment("toy", [BLEU()], verbose=0)
+    evaluate_experiment("toy", [BLEU(tokenize="char")], verbose=0, replace=True)
+    (experiment,) = server.experiments.values()
+    want = [r[0].value for r in BLEU(tokenize="char").score_batch(outputs, references)]
+    assert [server.trace_scores(t["id"])["bleu"] for t in traces] == [round(v, 9) for v in want]
+    assert experiment["metadata"]["metrics"]["bleu"]["signature"]["fields"]["tok"] == "char"
