@@ -95,10 +95,12 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
     if unfinished:
         raise StoreError(f"experiment {name!r} in {store.path} has {len(unfinished)} items its run has not "
                          "finished (interrupted): run it again to finish them, then add metrics")
+    # CIDEr-D's document frequencies from every item's references, as the run fits them: before the
+    # facts are compared and recorded (they name the context)
+    fit_corpus_contexts(metrics, [it.input.get("reference") for it in every])
     stored = {s.metric for it in every for s in it.scores.values()}
     drop = _to_drop(name, info.config, stored, metrics, replace)
     names = [m.name for m in metrics]
-    fit_corpus_contexts(metrics, [it.input.get("reference") for it in every])  # before the facts are recorded
     recorded = {**(info.config.get("metrics") or {}), **{m.name: facts_of(m).as_dict() for m in metrics}}
     pending = sorted(set(info.config.get(PENDING) or []) | set(names))
     config = {**info.config, "metrics": recorded, PENDING: pending}

@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 
 import opik_metrics
-from opik_metrics import BLEU, METEOR, ROUGE
+from opik_metrics import BLEU, CIDEr, METEOR, ROUGE
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.sources import from_store
 from opik_metrics.core import facts_of
@@ -69,6 +69,10 @@ class CountingMETEOR(Counting, METEOR):
 
 
 class CountingBLEU(Counting, BLEU):
+    pass
+
+
+class CountingCIDEr(Counting, CIDEr):
     pass
 
 
@@ -131,6 +135,23 @@ def test_an_interrupted_rescore_resumes_scoring_each_item_once(tmp_path):
     _run(whole)
     _rescore(whole, [METEOR()])
     assert info.experiment_scores == pytest.approx(_stored(whole)[0].experiment_scores)
+
+
+def test_an_interrupted_cider_rescore_resumes_with_its_document_frequencies(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _run(path)
+    with pytest.raises(KeyboardInterrupt):
+        _rescore(path, [CountingCIDEr(stop_at=2)])
+    second = CountingCIDEr()
+    _rescore(path, [second])                        # the same context fitted again: resumed, not refused
+    whole = tmp_path / "whole.sqlite"
+    run_experiment("toy", ITEMS, EchoTask(), [ROUGE(), CIDEr()], dataset_name="toy-data", config={"model": "echo"},
+                   store=whole, chunk_size=2, progress=False)
+    (got, items), (want, first) = _stored(path), _stored(whole)
+    assert len(second.scored) == 2
+    assert [it.scores["cider"].value for it in items if it.status == "scored"] == \
+        pytest.approx([it.scores["cider"].value for it in first if it.status == "scored"])
+    assert got.experiment_scores["corpus_cider"] == pytest.approx(want.experiment_scores["corpus_cider"])
 
 
 def test_a_metric_already_there_is_refused_unless_replaced(tmp_path):
