@@ -104,7 +104,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
     recorded = {**(info.config.get("metrics") or {}), **{m.name: facts_of(m).as_dict() for m in metrics}}
     pending = sorted(set(info.config.get(PENDING) or []) | set(names))
     config = {**info.config, "metrics": recorded, PENDING: pending}
-    exp_id = store.begin_rescore(name, config, drop)
+    exp_id = store.begin_rescore(name, info.config, config, drop)
     scored = store.items(exp_id, ["scored"])
     todo = [it for it in scored if not set(names) <= {s.metric for s in it.scores.values()}]
     done = config

@@ -282,3 +282,15 @@ def test_a_rescore_killed_halfway_resumes_each_item_scored_once(tmp_path):
     assert len(again.scored) == len(scored) - 2                             # only the items left
     assert sorted(n for _, n in _score_rows(path, "bleu")) == [1] * len(scored)
     assert "rescoring" not in info.config and "corpus_bleu" in info.experiment_scores
+
+
+def test_a_config_changed_meanwhile_is_not_overwritten(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _run(path)
+    stale = _stored(path)[0].config
+    _rescore(path, [BLEU()])                           # another process adds BLEU after this one read the config
+    with ExperimentStore(path) as store:
+        with pytest.raises(StoreError, match="was changed by another process while this one read it"):
+            store.begin_rescore("toy", stale, {**stale, "metrics": {}}, ["bleu"])
+    info, items = _stored(path)
+    assert "bleu" in info.config["metrics"] and all("bleu" in it.scores for it in items if it.status == "scored")

@@ -373,19 +373,23 @@ class ExperimentStore:
         return exp_id
 
     @_guarded
-    def begin_rescore(self, name: str, config: dict, drop_metrics: Sequence[str] = (),
+    def begin_rescore(self, name: str, previous: dict, config: dict, drop_metrics: Sequence[str] = (),
                       wait: float | None = None) -> int:
         """Take the lease of stored experiment ``name`` to add scores to it (``add_scores``): its
-        config becomes ``config``, and the item scores of ``drop_metrics`` (being replaced) are
-        deleted, in the same transaction. The experiment's status and items stay as they are; a
-        push that had arrived whole is no longer marked so (the server lacks the new scores)."""
+        config, still ``previous`` (else StoreError: another process changed it meanwhile), becomes
+        ``config``, and the item scores of ``drop_metrics`` (being replaced) are deleted, in the same
+        transaction. The experiment's status and items stay as they are; a push that had arrived
+        whole is no longer marked so (the server lacks the new scores)."""
         db = self._writable()
         name = storable_text(name)
 
         def body() -> int:
-            row = db.execute("SELECT id FROM experiments WHERE name = ?", (name,)).fetchone()
+            row = db.execute("SELECT id, config FROM experiments WHERE name = ?", (name,)).fetchone()
             if row is None:
                 raise ExperimentNotFound(f"no experiment named {name!r} in {self.path}")
+            if dumps(loads(row["config"])) != dumps(previous):
+                raise StoreError(f"experiment {name!r} in {self.path} was changed by another process while this "
+                                 "one read it: run the command again")
             exp_id = int(row["id"])
             self._take_lease(name)
             db.execute("UPDATE experiments SET config = ?, updated_at = ?, pushed_at = NULL, pushed_to = NULL "
