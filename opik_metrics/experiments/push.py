@@ -258,9 +258,22 @@ def _experiment(client: Any, store: ExperimentStore, info: Any, target: str, dat
         store.start_push(info.id, target, remote_id)
     experiment = client.create_experiment(
         dataset_name=dataset.name, name=name, project_name=project_name, experiment_id=remote_id,
-        experiment_config={**info.config, "items": info.items, "failed_items": info.failed_items,
-                           "pushed_from": f"opik-metrics local store {store_path}"})
+        experiment_config=_pushed_config(info, store_path))
     return experiment, record is not None
+
+
+def _pushed_config(info: Any, store_path: Path) -> dict:
+    return {**info.config, "items": info.items, "failed_items": info.failed_items,
+            "pushed_from": f"opik-metrics local store {store_path}"}
+
+
+def _update_config(client: Any, experiment: Any, info: Any, store_path: Path) -> None:
+    """The stored config on an experiment pushed before, when its metrics differ (a rescore added
+    some): ``compare --opik`` reads the metrics' facts from there."""
+    config = json.loads(json.dumps(_pushed_config(info, store_path), default=str))
+    there = experiment.get_experiment_data().metadata
+    if not isinstance(there, dict) or there.get("metrics") != config.get("metrics"):
+        client.update_experiment(experiment.id, experiment_config=config)
 
 
 def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, project_name: str | None = None,
@@ -295,6 +308,8 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     key = push_target(url, project_name, dataset.name, remote_name)
     with server_errors(url, f"finding or creating the experiment {remote_name!r}"):
         experiment, resumed = _experiment(client, store, info, key, dataset, remote_name, project_name, store.path)
+        if resumed and _can_read_back(experiment):
+            _update_config(client, experiment, info, store.path)
     record = store.push_record(info.id, key)
     traces = dict(record.traces) if record else {}
     new = {item.key: id_helpers.generate_id() for item in scored if item.key not in traces}

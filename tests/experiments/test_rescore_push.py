@@ -36,6 +36,16 @@ def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored,
     assert {s["name"]: s["value"] for s in experiment["experiment_scores"]} == \
         {"corpus_bleu": round(corpus["corpus_bleu"], 9), "corpus_meteor": round(corpus["corpus_meteor"], 9)}
     assert _pushed_at(stored) is not None
+    assert set(experiment["metadata"]["metrics"]) == {"bleu", "fragile", "meteor"}   # facts for compare --opik
+
+    def config_writes(since):
+        return [p for m, p, body in server.requests[since:]
+                if m == "PATCH" and p.endswith(experiment["id"]) and "metadata" in (body or {})]
+
+    assert len(config_writes(start)) == 1
+    start = len(server.requests)
+    assert _push(capsys, stored)[0] == 0
+    assert config_writes(start) == []                                   # the same config is not sent again
 
 
 def test_replaced_scores_are_sent_again_with_their_new_values(server, stored, capsys):  # noqa: F811 (the fixtures imported above)
