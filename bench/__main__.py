@@ -20,7 +20,7 @@ from opik_metrics.core.table import format_table
 
 BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_chrf_ter", "bench_cider", "bench_meteor",
               "bench_bertscore", "bench_clipscore", "bench_caption", "bench_perplexity", "bench_lm_memory", "bench_scale",
-              "bench_gate", "bench_compare_gate"]
+              "bench_gate", "bench_compare_gate", "bench_rescore"]
 _MARK = "@@bench-rows@@"
 _CHILD = ("import json, sys, importlib; m = importlib.import_module('bench.' + sys.argv[1]); "
           "rows = m.main(int(sys.argv[2])) if sys.argv[2] != '0' else m.main(); "

@@ -28,6 +28,7 @@ _PUBLIC = {
     "distillation_loss": "opik_metrics.neural.lm.distillation_loss",
     "EvaluateMetric": "opik_metrics.metrics.evaluate_module",
     "evaluate": "opik_metrics.experiments.evaluate",
+    "evaluate_experiment": "opik_metrics.experiments.evaluate",
 }
 __all__ = sorted(_PUBLIC)
 

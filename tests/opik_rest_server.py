@@ -50,6 +50,7 @@ from opik.rest_api.types.experiment_score import ExperimentScore
 from opik.rest_api.types.experiment_update import ExperimentUpdate
 from opik.rest_api.types.feedback_score_batch_item import FeedbackScoreBatchItem
 from opik.rest_api.types.project_detailed import ProjectDetailed
+from opik.rest_api.types.project_public import ProjectPublic
 from opik.rest_api.types.span_public import SpanPublic
 from opik.rest_api.types.span_update import SpanUpdate
 from opik.rest_api.types.span_write import SpanWrite
@@ -263,6 +264,12 @@ class OpikRestServer:
             if project is None:
                 return 404, {"errors": ["Project not found"]}, False
             return 200, _public(ProjectDetailed, {"id": project["id"], "name": project["name"]}), False
+        match = re.fullmatch(r"/v1/private/projects/([0-9a-f-]{36})", p)
+        if method == "GET" and match:           # opik.evaluate_experiment asks a trace's project by id
+            project = next((pr for pr in self.projects.values() if pr["id"] == match.group(1)), None)
+            if project is None:
+                return 404, {"errors": ["Project not found"]}, False
+            return 200, _public(ProjectPublic, {"id": project["id"], "name": project["name"]}), False
         if method == "GET" and p == "/v1/private/auth/workspace":
             return 200, _public(WorkspaceNameHolder, {"workspace_name": "default"}), False
         routed = self._route_tracing(method, p, query, body)

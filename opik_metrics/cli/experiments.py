@@ -1,5 +1,5 @@
-"""``opik-metrics experiments list|show|push``: the experiments of the local store, and pushing
-them to an Opik server later."""
+"""``opik-metrics experiments list|show|rescore|push``: the experiments of the local store, adding
+metrics to one without running its task again, and pushing them to an Opik server later."""
 from __future__ import annotations
 
 import argparse
@@ -7,9 +7,10 @@ import json
 import sys
 from typing import Any
 
-from opik_metrics.core import recorded_parts
-from opik_metrics.cli.options import add_store_argument
+from opik_metrics.core import facts_of, recorded_parts
+from opik_metrics.cli.options import add_metric_options, add_store_argument
 from opik_metrics.core.table import format_table, one_line
+from opik_metrics.metrics.catalog import metric_classes
 
 
 # ---- experiments list | show | push -------------------------------------------------------
@@ -114,6 +115,53 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rescore(args: argparse.Namespace) -> int:
+    """Score the stored outputs with the named metrics; print the new scores' means and corpus values."""
+    from opik_metrics.cli.options import build_metrics, wants_every_reference
+    from opik_metrics.experiments.rescore import rescore_local
+    from opik_metrics.experiments.store import ExperimentStore
+
+    names = list(dict.fromkeys(args.metric))
+    with ExperimentStore(args.store, create=False) as store:
+        info = store.info(args.name)
+        references = None
+        if wants_every_reference(names, args):      # CIDEr-D's document frequencies: every stored reference
+            refs = [it.input.get("reference") for it in store.items(info.id, ["scored"])]
+            references = [[r] if isinstance(r, str) else list(r or []) for r in refs]
+        metrics = build_metrics(names, args, references, track=False)
+        summary = rescore_local(store, args.name, metrics, replace=args.replace, progress=not args.no_progress)
+        after = store.info(args.name)
+        ours = {m.name for m in metrics}
+        made = {s.name for it in store.items(info.id, ["scored"]) for s in it.scores.values() if s.metric in ours}
+        path = store.path
+    corpus = {c.score.name for m in metrics for c in facts_of(m).corpora}
+    new = [n for n in after.scores if n in made and n not in summary.parts] + \
+        [n for n in after.experiment_scores if n in corpus or n not in info.experiment_scores]
+    if args.format == "json":
+        json.dump({"name": args.name, "store": str(path), "metrics": [m.name for m in metrics],
+                   "items": after.items, "scored_items": after.scored_items, "failed_items": after.failed_items,
+                   "resumed_items": summary.resumed_items,
+                   "scores": {n: after.scores[n] for n in new if n in after.scores},
+                   "experiment_scores": {n: after.experiment_scores[n] for n in new if n in after.experiment_scores}},
+                  sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    resumed = f" ({summary.resumed_items} scored by an interrupted rescore before)" if summary.resumed_items else ""
+    print(one_line(f"rescored experiment {args.name} with {', '.join(m.name for m in metrics)}: "
+                   f"{after.scored_items} items{resumed}; {after.failed_items} failed items left as they were"))
+    rows = [[n, after.scores[n], "mean over items"] for n in new if n in after.scores]
+    rows += [[n, v if (v := after.experiment_scores[n]) is not None else "failed", "corpus statistics"]
+             for n in new if n in after.experiment_scores and n not in after.scores]
+    if rows:
+        print()
+        print(format_table(["score", "value", "aggregate"], rows))
+    if info.pushed_to:
+        print()
+        print(one_line(f"it was pushed to {info.pushed_to}: `opik-metrics experiments push {args.name}` again "
+                       "sends the new scores"))
+    return 0
+
+
 PUSH_INCOMPLETE = 3   # the server did not keep all of a push (2 stays "error", 1 a failed check)
 
 
@@ -162,8 +210,8 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``experiments list|show|push`` to the main parser's sub-commands."""
-    experiments = subparsers.add_parser("experiments", help="list, show or push experiments in the local store")
+    """Add ``experiments list|show|rescore|push`` to the main parser's sub-commands."""
+    experiments = subparsers.add_parser("experiments", help="list, show, rescore or push experiments in the local store")
     sub = experiments.add_subparsers(dest="experiments_command", required=True)
     listing = sub.add_parser("list", help="every stored experiment with its mean scores")
     add_store_argument(listing)
@@ -175,6 +223,21 @@ def register(subparsers: Any) -> None:
     show.add_argument("--format", choices=["table", "json"], default="table")
     show.add_argument("--items", action="store_true", help="also print a per-item table")
     show.set_defaults(func=cmd_show)
+    rescore = sub.add_parser(
+        "rescore", help="add metrics to a stored experiment without running its task again",
+        description="Score a stored experiment's outputs (and references, and images for clipscore) with more "
+                    "metrics: item scores, corpus scores from statistics and the metrics' facts are added, as "
+                    "its run would have. Resumable: run it again after an interruption. Failed items stay failed.")
+    rescore.add_argument("name")
+    add_store_argument(rescore)
+    rescore.add_argument("--metric", "-m", action="append", required=True, choices=list(metric_classes()),
+                         help="metric to add (repeatable)")
+    rescore.add_argument("--replace", action="store_true",
+                         help="score again with a metric the experiment already has (its scores are replaced)")
+    rescore.add_argument("--format", choices=["table", "json"], default="table")
+    rescore.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_metric_options(rescore)
+    rescore.set_defaults(func=cmd_rescore)
     push = sub.add_parser("push", help="upload a stored experiment to the configured Opik server",
                           description="Upload a stored experiment, then read back what the server kept. Exit 0: "
                                       "all there; 3: something missing (named; the same command sends just "

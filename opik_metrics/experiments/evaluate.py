@@ -1,7 +1,8 @@
 """``opik_metrics.evaluate``: ``opik.evaluate``'s call, with or without an Opik server. On the
 configured server when one answers; in the local store when none is configured or one is asked
 for (``store=``), resumable and ready to push; a configured server that does not answer is a
-one-line error within seconds, never a hang.
+one-line error within seconds, never a hang. ``opik_metrics.evaluate_experiment``: metrics added to
+an experiment you have (``opik.evaluate_experiment``'s call), on the server or in the store.
 """
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import os
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
+from opik_metrics.experiments.opik_server import choose_backend
+from opik_metrics.experiments.rescore import rescore_local
 from opik_metrics.experiments.runner import run_experiment
+from opik_metrics.experiments.scoring import experiment_scorers
+from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import ExperimentSummary
 
 
@@ -65,3 +70,45 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
                           scorers=None if experiment_scoring_functions is None else list(experiment_scoring_functions),
                           backend=backend, store=store, project_name=project_name, progress=bool(verbose),
                           overwrite=overwrite, task_threads=task_threads)
+
+
+def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], scoring_functions: Sequence[Any] | None = None,
+                        scoring_threads: int = 16, verbose: int = 1, scoring_key_mapping: Mapping[str, Any] | None = None,
+                        experiment_id: str | None = None,
+                        experiment_scoring_functions: Sequence[Callable] | None = None,
+                        project_name: str | None = None, *, store: str | os.PathLike | None = None,
+                        backend: str = "auto", replace: bool = False) -> ExperimentSummary:
+    """Add ``scoring_metrics`` to an experiment you have, without running its task again, as
+    ``opik.evaluate_experiment`` does: on the configured server through it, else in the local store.
+
+    Args (``opik.evaluate_experiment``'s first):
+        experiment_name: the experiment to score.
+        scoring_metrics: the metrics to add (their facts go into the experiment's config).
+        scoring_functions, scoring_key_mapping, experiment_id, scoring_threads: as Opik's, on a
+            server only (the local store scores in order, with the run's own inputs).
+        experiment_scoring_functions: experiment-level scores (default: each metric's corpus score,
+            from the items' statistics), added beside the ones the experiment has.
+        store: the local store's path (implies the local store).
+        backend: "auto" (the server when one is configured, else the local store), "local" or "opik".
+        replace: score again with a metric the experiment already has (else refused: MetricPresent).
+            Locally, an interrupted call resumes: called again, it scores only the items still lacking
+            the metric.
+    """
+    metrics = list(scoring_metrics or [])
+    scorers = (experiment_scorers(metrics) if experiment_scoring_functions is None
+               else list(experiment_scoring_functions))
+    chosen = choose_backend("local" if store is not None and backend == "auto" else backend)
+    if chosen.kind == "opik":
+        from opik_metrics.experiments.opik_rescore import rescore_on_opik   # imports opik: only for a server
+
+        return rescore_on_opik(experiment_name, metrics, scorers=scorers, url=chosen.url, project_name=project_name,
+                               experiment_id=experiment_id, scoring_functions=scoring_functions,
+                               scoring_key_mapping=scoring_key_mapping, scoring_threads=scoring_threads,
+                               verbose=verbose, replace=replace)
+    given = [n for n, v in (("scoring_functions", scoring_functions), ("scoring_key_mapping", scoring_key_mapping),
+                            ("experiment_id", experiment_id)) if v]
+    if given:
+        raise ValueError(f"{', '.join(given)}: only on an Opik server; the local store scores each item "
+                         "with its stored input and output")
+    with ExperimentStore(store, create=False) as db:        # no store there: StoreNotFound, no new file
+        return rescore_local(db, experiment_name, metrics, scorers=scorers, replace=replace, progress=bool(verbose))

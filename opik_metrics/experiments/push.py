@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import uuid
 from collections import Counter
@@ -168,7 +169,7 @@ class _Kept:
 
     items: Counter = field(default_factory=Counter)               # trace id -> experiment items linking it
     traces: set[str] = field(default_factory=set)                  # trace ids whose trace is there
-    scores: dict[str, set[str]] = field(default_factory=dict)     # trace id -> its feedback scores' names
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)   # trace id -> its feedback scores: name -> value
     experiment_scores: dict[str, float] = field(default_factory=dict)
 
 
@@ -181,7 +182,8 @@ def _read_back(experiment: Any, limit: int) -> _Kept:
         kept.items[row.trace_id] += 1
         if row.evaluation_task_output is not None:
             kept.traces.add(row.trace_id)
-            kept.scores.setdefault(row.trace_id, set()).update(s["name"] for s in row.feedback_scores or [])
+            kept.scores.setdefault(row.trace_id, {}).update({s["name"]: s.get("value")
+                                                             for s in row.feedback_scores or []})
     data = experiment.get_experiment_data()
     kept.experiment_scores = {s.name: s.value for s in data.experiment_scores or []}
     return kept
@@ -192,6 +194,20 @@ def _can_read_back(experiment: Any) -> bool:
                                                                                  None))
 
 
+def _same(ours: float | None, theirs: Any) -> bool:
+    """Whether the server's value is ours (to the 9 decimals a server keeps; a value it does not
+    show counts as the same): a rescore that replaced a score sends it again."""
+    if ours is None or not isinstance(theirs, (int, float)) or isinstance(theirs, bool):
+        return True
+    return math.isclose(ours, float(theirs), rel_tol=1e-9, abs_tol=1e-8)
+
+
+def kept_scores(item: StoredItem, there: dict[str, Any]) -> set[str]:
+    """The names of the item's sent scores the server holds with our value (``there``: name -> value)."""
+    return {s.name for s in item.scores.values()
+            if s.name in there and (value := _sent_value(s)) is not None and _same(value, there[s.name])}
+
+
 def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str], corpus: list[ScoreResult],
              kept: _Kept) -> None:
     """Fill the report's kept and missing fields from what was read back."""
@@ -200,7 +216,7 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
     for item in scored:
         trace_id = traces[item.key]
         names = sent_scores(item)
-        there = kept.scores.get(trace_id, set()) & names if trace_id in kept.traces else set()
+        there = kept_scores(item, kept.scores.get(trace_id, {})) if trace_id in kept.traces else set()
         if kept.items[trace_id] and trace_id in kept.traces:
             report.kept_items += 1
         else:
@@ -209,7 +225,8 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
         report.kept_scores += len(there)
         for name in sorted(names - there):
             report.missing_scores[name] = report.missing_scores.get(name, 0) + 1
-    report.missing_experiment_scores = [s.name for s in corpus if s.name not in kept.experiment_scores]
+    report.missing_experiment_scores = [s.name for s in corpus if s.name not in kept.experiment_scores
+                                        or not _same(s.value, kept.experiment_scores[s.name])]
 
 
 def _check(report: PushReport, experiment: Any, limit: int, scored: list[StoredItem], traces: dict[str, str],
@@ -241,9 +258,22 @@ def _experiment(client: Any, store: ExperimentStore, info: Any, target: str, dat
         store.start_push(info.id, target, remote_id)
     experiment = client.create_experiment(
         dataset_name=dataset.name, name=name, project_name=project_name, experiment_id=remote_id,
-        experiment_config={**info.config, "items": info.items, "failed_items": info.failed_items,
-                           "pushed_from": f"opik-metrics local store {store_path}"})
+        experiment_config=_pushed_config(info, store_path))
     return experiment, record is not None
+
+
+def _pushed_config(info: Any, store_path: Path) -> dict:
+    return {**info.config, "items": info.items, "failed_items": info.failed_items,
+            "pushed_from": f"opik-metrics local store {store_path}"}
+
+
+def _update_config(client: Any, experiment: Any, info: Any, store_path: Path) -> None:
+    """The stored config on an experiment pushed before, when its metrics differ (a rescore added
+    some): ``compare --opik`` reads the metrics' facts from there."""
+    config = json.loads(json.dumps(_pushed_config(info, store_path), default=str))
+    there = experiment.get_experiment_data().metadata
+    if not isinstance(there, dict) or there.get("metrics") != config.get("metrics"):
+        client.update_experiment(experiment.id, experiment_config=config)
 
 
 def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, project_name: str | None = None,
@@ -278,6 +308,8 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     key = push_target(url, project_name, dataset.name, remote_name)
     with server_errors(url, f"finding or creating the experiment {remote_name!r}"):
         experiment, resumed = _experiment(client, store, info, key, dataset, remote_name, project_name, store.path)
+        if resumed and _can_read_back(experiment):
+            _update_config(client, experiment, info, store.path)
     record = store.push_record(info.id, key)
     traces = dict(record.traces) if record else {}
     new = {item.key: id_helpers.generate_id() for item in scored if item.key not in traces}
@@ -298,7 +330,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         for item, item_id in tqdm(list(zip(scored, ids)), desc=f"pushing {name}", unit="item", disable=not progress):
             trace_id = traces[item.key]
             if before.items[trace_id] and trace_id in before.traces:
-                lacking = sent_scores(item) - before.scores.get(trace_id, set())
+                lacking = sent_scores(item) - kept_scores(item, before.scores.get(trace_id, {}))
                 only_scores.extend(_feedback(item, trace_id, lacking))
                 continue
             push_item(client, item, project_name, trace_id)
@@ -330,7 +362,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
 def _log_experiment_scores(experiment: Any, corpus: list[ScoreResult], there: dict[str, float]) -> None:
     """Our experiment scores when the server lacks one, with the others it holds (each write
     replaces the whole list: a comparison published there stays)."""
-    if not corpus or all(s.name in there for s in corpus):
+    if not corpus or all(s.name in there and _same(s.value, there[s.name]) for s in corpus):
         return
     ours = {s.name for s in corpus}
     others = [ScoreResult(name=n, value=v) for n, v in there.items() if n not in ours]

@@ -31,7 +31,7 @@ def _run(module: str, args: list[str]) -> dict:
 
 
 COMMANDS = [[], ["score"], ["explain"], ["caption"], ["compare"], ["agreement"], ["experiments"], ["experiments", "list"],
-            ["experiments", "show"], ["experiments", "push"]]
+            ["experiments", "show"], ["experiments", "rescore"], ["experiments", "push"]]
 
 
 def test_the_list_of_commands_is_complete(capsys):

@@ -335,6 +335,16 @@ class ExperimentStore:
         """
         db = self._writable()
         name, dataset = storable_text(name), storable_text(dataset)
+        exp_id = self._leased(name, wait, lambda: self._begin_locked(db, name, dataset, config, items, overwrite))
+        done = db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
+                          "status IN ('scored', 'failed')", (exp_id,)).fetchone()[0]
+        return exp_id, int(done)
+
+    def _leased(self, name: str, wait: float | None, body: Callable[[], int]) -> int:
+        """Run ``body`` (which takes the lease and returns the experiment id) in one transaction once
+        no other process holds ``name``'s lease, waiting up to ``wait`` seconds; then keep the lease
+        alive with a heartbeat."""
+        db = self._writable()
         wait = self.lock_wait if wait is None else lock_wait_seconds(wait)
         started = time.monotonic()
         while True:
@@ -342,7 +352,7 @@ class ExperimentStore:
             try:
                 holder = self._holder(name)
                 if holder is None:
-                    exp_id = self._begin_locked(db, name, dataset, config, items, overwrite)
+                    exp_id = body()
                     db.commit()
                     break
             except BaseException:
@@ -360,9 +370,71 @@ class ExperimentStore:
             heartbeat = Heartbeat(self.path, name, self._token, self.lease_seconds)
             heartbeat.start()
             self._heartbeats[name] = heartbeat
-        done = db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
-                          "status IN ('scored', 'failed')", (exp_id,)).fetchone()[0]
-        return exp_id, int(done)
+        return exp_id
+
+    @_guarded
+    def begin_rescore(self, name: str, previous: dict, config: dict, drop_metrics: Sequence[str] = (),
+                      wait: float | None = None) -> int:
+        """Take the lease of stored experiment ``name`` to add scores to it (``add_scores``): its
+        config, still ``previous`` (else StoreError: another process changed it meanwhile), becomes
+        ``config``, and the item scores of ``drop_metrics`` (being replaced) are deleted, in the same
+        transaction. The experiment's status and items stay as they are; a push that had arrived
+        whole is no longer marked so (the server lacks the new scores)."""
+        db = self._writable()
+        name = storable_text(name)
+
+        def body() -> int:
+            row = db.execute("SELECT id, config FROM experiments WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise ExperimentNotFound(f"no experiment named {name!r} in {self.path}")
+            if dumps(loads(row["config"])) != dumps(previous):
+                raise StoreError(f"experiment {name!r} in {self.path} was changed by another process while this "
+                                 "one read it: run the command again")
+            exp_id = int(row["id"])
+            self._take_lease(name)
+            db.execute("UPDATE experiments SET config = ?, updated_at = ?, pushed_at = NULL, pushed_to = NULL "
+                       "WHERE id = ?", (dumps(config), utc_now(), exp_id))
+            db.execute("UPDATE pushes SET complete_at = NULL WHERE experiment_id = ?", (exp_id,))
+            if drop_metrics:
+                db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND metric IN "
+                           f"({', '.join('?' * len(drop_metrics))})", (exp_id, *map(storable_text, drop_metrics)))
+            return exp_id
+
+        return self._leased(name, wait, body)
+
+    @_guarded
+    def add_scores(self, exp_id: int, added: Sequence[tuple[str, Sequence[str], Sequence[StoredScore]]],
+                   score_seconds: float | None) -> None:
+        """Scores added by a rescore to scored items, each ``(item key, metrics, scores)``: the
+        item's scores from those metrics are replaced, its other scores, status and output stay.
+        Committed together (a chunk), ``score_seconds`` added to each item's."""
+        db = self._writable()
+        with db:
+            self._fence(exp_id)
+            for key, metrics, scores in added:
+                db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND metric IN "
+                           f"({', '.join('?' * len(metrics))})", (exp_id, key, *map(storable_text, metrics)))
+                db.executemany(
+                    "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
+                    "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(exp_id, key, storable_text(s.name), storable_text(s.metric),
+                      None if s.failed else stored_value(s.value), int(s.failed), storable_text(s.reason),
+                      dumps(s.metadata or {})) for s in scores])
+            db.executemany("UPDATE experiment_items SET score_seconds = COALESCE(score_seconds, 0) + ? "
+                           "WHERE experiment_id = ? AND item_key = ?",
+                           [(score_seconds or 0.0, exp_id, key) for key, _, _ in added])
+
+    @_guarded
+    def end_rescore(self, exp_id: int, config: dict, seconds: float) -> None:
+        """Close a rescore: the config it leaves (its metrics no longer pending), its wall time
+        added; the lease is released."""
+        db = self._writable()
+        with db:
+            name = self._fence(exp_id)
+            db.execute("UPDATE experiments SET config = ?, updated_at = ?, seconds = seconds + ? WHERE id = ?",
+                       (dumps(config), utc_now(), seconds, exp_id))
+            db.execute("DELETE FROM experiment_leases WHERE experiment = ? AND token = ?", (name, self._token))
+        self._release(name)
 
     def _begin_locked(self, db: sqlite3.Connection, name: str, dataset: str, config: dict,
                       items: Sequence[tuple[str, dict]], overwrite: bool) -> int:
@@ -447,14 +519,19 @@ class ExperimentStore:
                 "WHERE experiment_id = ? AND item_key = ?", (score_seconds, utc_now(), exp_id, key))
 
     @_guarded
-    def save_experiment_scores(self, exp_id: int, scores: Iterable[StoredScore]) -> None:
-        """Experiment-level scores (corpus BLEU, ...), replacing earlier ones."""
+    def save_experiment_scores(self, exp_id: int, scores: Iterable[StoredScore], keep_others: bool = False) -> None:
+        """Experiment-level scores (corpus BLEU, ...), replacing earlier ones (``keep_others``: only
+        those of the same names, as a rescore adds its metrics' corpus scores)."""
         rows = [(exp_id, storable_text(s.name), None if s.failed else finite(s.value), int(s.failed), storable_text(s.reason),
                  dumps(s.metadata or {})) for s in scores]
         db = self._writable()
         with db:
             self._fence(exp_id)
-            db.execute("DELETE FROM experiment_scores WHERE experiment_id = ?", (exp_id,))
+            if keep_others:
+                db.executemany("DELETE FROM experiment_scores WHERE experiment_id = ? AND name = ?",
+                               [(exp_id, row[1]) for row in rows])
+            else:
+                db.execute("DELETE FROM experiment_scores WHERE experiment_id = ?", (exp_id,))
             db.executemany("INSERT INTO experiment_scores (experiment_id, name, value, failed, reason, metadata) "
                            "VALUES (?, ?, ?, ?, ?, ?)", rows)
 
