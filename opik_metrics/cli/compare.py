@@ -114,7 +114,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json.dump(build_publication(comparison, args.project, all_scores=args.publish_all_scores), sys.stdout,
                   indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
-        return 0
+        return _gate_exit(gated)
     files = write_report_to(comparison, args.output) if args.output else None
     if args.format == "json":
         sys.stdout.write(comparison.to_json())
@@ -138,13 +138,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
             for score, (theirs, ours) in kept.items():
                 print(f"{name}: {score} was logged before as {theirs:.6g}; kept (this comparison has {ours:.6g})",
                       file=say)
-    if gated is not None:
-        print(gated.result.exit_line, file=sys.stderr)
-        return 0 if gated.passed else GATE_FAILED
-    return 0
+    return _gate_exit(gated)
 
 
 GATE_FAILED = 1
+
+
+def _gate_exit(gated: Any) -> int:
+    """The exit status, and the gate's one-sentence exit line on stderr when there is a gate."""
+    if gated is None:
+        return 0
+    print(gated.result.exit_line, file=sys.stderr)
+    return 0 if gated.passed else GATE_FAILED
 
 
 def parse_margins(values: list[str]) -> dict[str, float]:

@@ -117,18 +117,16 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     """Score the stored outputs with the named metrics; print the new scores' means and corpus values."""
-    from opik_metrics.cli.options import build_metrics, wants_every_reference
+    from opik_metrics.cli.options import build_metrics
     from opik_metrics.experiments.rescore import rescore_local
     from opik_metrics.experiments.store import ExperimentStore
 
     names = list(dict.fromkeys(args.metric))
     with ExperimentStore(args.store, create=False) as store:
         info = store.info(args.name)
-        references = None
-        if wants_every_reference(names, args):      # CIDEr-D's document frequencies: every stored reference
-            refs = [it.input.get("reference") for it in store.items(info.id, ["scored"])]
-            references = [[r] if isinstance(r, str) else list(r or []) for r in refs]
-        metrics = build_metrics(names, args, references, track=False)
+        # CIDEr-D's document frequencies are left to rescore_local, which fits them on every stored item's
+        # references as the first run and the Python call do (the scored items alone would differ)
+        metrics = build_metrics(names, args, None, track=False)
         summary = rescore_local(store, args.name, metrics, replace=args.replace, progress=not args.no_progress)
         after = store.info(args.name)
         ours = {m.name for m in metrics}

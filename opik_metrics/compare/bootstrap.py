@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
@@ -209,14 +210,14 @@ class ResampledOnce:
         self.statistic = statistic
         self.n_items = statistic.n_items
         self.value = statistic.value
-        self._done: tuple[np.ndarray, np.ndarray] | None = None
+        self._done: tuple[weakref.ref, np.ndarray] | None = None     # the index matrix is not kept alive
 
     def knows(self, idx: np.ndarray) -> bool:
         """Whether the resamples for ``idx`` are already computed."""
-        return self._done is not None and self._done[0] is idx
+        return self._done is not None and self._done[0]() is idx
 
     def remember(self, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
-        self._done = (idx, values)
+        self._done = (weakref.ref(idx), values)
         return values
 
     def resampled(self, idx: np.ndarray) -> np.ndarray:

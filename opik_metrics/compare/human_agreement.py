@@ -75,7 +75,9 @@ class Correlation:
 @dataclass(frozen=True)
 class VersusBest:
     """A metric's correlation minus the best metric's, on the items all three (human, it, best) have:
-    paired bootstrap interval and p-value; ``significant`` when p < 1 - confidence."""
+    paired bootstrap interval and p-value; ``significant`` when p < 1 - confidence and the metric is
+    below the best there (the best is chosen on each metric's own items, so on the shared ones a
+    metric can come out above it: that is not "significantly below the best")."""
 
     method: str
     best: str
@@ -293,5 +295,5 @@ def _versus(method: str, metric: str, best: str, item_order: list[str], ratings:
     result = paired_bootstrap(_CorrelationStatistic(theirs, method), _CorrelationStatistic(mine, method), rows,
                               settings.confidence)
     return VersusBest(method, best, result.delta, result.delta_low, result.delta_high, result.p_value,
-                      significant=result.p_value < 1.0 - settings.confidence, n_items=len(keys),
+                      significant=result.p_value < 1.0 - settings.confidence and result.delta < 0, n_items=len(keys),
                       resamples=int(rows.shape[0]), reason=result.note)

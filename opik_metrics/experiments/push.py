@@ -269,11 +269,14 @@ def _pushed_config(info: Any, store_path: Path) -> dict:
 
 def _update_config(client: Any, experiment: Any, info: Any, store_path: Path) -> None:
     """The stored config on an experiment pushed before, when its metrics differ (a rescore added
-    some): ``compare --opik`` reads the metrics' facts from there."""
+    some): ``compare --opik`` reads the metrics' facts from there. Merged into what the server
+    holds (an update replaces the metadata whole): what ``compare --publish`` and ``agreement
+    --publish`` wrote there stays."""
     config = json.loads(json.dumps(_pushed_config(info, store_path), default=str))
     there = experiment.get_experiment_data().metadata
     if not isinstance(there, dict) or there.get("metrics") != config.get("metrics"):
-        client.update_experiment(experiment.id, experiment_config=config)
+        client.update_experiment(experiment.id, experiment_config={**(there if isinstance(there, dict) else {}),
+                                                                   **config})
 
 
 def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, project_name: str | None = None,

@@ -46,6 +46,17 @@ def _check_metrics(metrics: Sequence[Any]) -> None:
         seen.add(name)
 
 
+def _check_score_names(name: str, owners: dict[str, str], metrics: Sequence[Any]) -> None:
+    """Refuse a new metric whose score names another metric's stored scores: saving would replace
+    them (one stored score per item and name), silently."""
+    for metric in metrics:
+        taken = sorted(s.name for s in facts_of(metric).scores
+                       if s.name in owners and owners[s.name] != metric.name)
+        if taken:
+            raise MetricPresent(f"experiment {name!r}: metric {metric.name!r} gives {', '.join(map(repr, taken))}, "
+                                f"which metric {owners[taken[0]]!r} already stored; name= it otherwise")
+
+
 def _to_drop(name: str, config: dict, stored: set[str], metrics: Sequence[Any], replace: bool) -> list[str]:
     """The metrics whose earlier scores go (``replace``); raises MetricPresent for one the
     experiment has, unless it is the same metric, made the same way, of an interrupted rescore."""
@@ -99,6 +110,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
     # facts are compared and recorded (they name the context)
     fit_corpus_contexts(metrics, [it.input.get("reference") for it in every])
     stored = {s.metric for it in every for s in it.scores.values()}
+    _check_score_names(name, {s.name: s.metric for it in every for s in it.scores.values()}, metrics)
     drop = _to_drop(name, info.config, stored, metrics, replace)
     names = [m.name for m in metrics]
     recorded = {**(info.config.get("metrics") or {}), **{m.name: facts_of(m).as_dict() for m in metrics}}

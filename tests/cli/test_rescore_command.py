@@ -49,17 +49,19 @@ def test_rescore_of_an_unknown_experiment_is_one_line(tmp_path, capsys):
     assert "no experiment named 'other'" in capsys.readouterr().err
 
 
-def test_cider_rescored_equals_cider_in_the_first_run(tmp_path, capsys):
+@pytest.mark.parametrize("third", ["two cats", FAIL], ids=["all scored", "a failed item"])
+def test_cider_rescored_equals_cider_in_the_first_run(tmp_path, capsys, third):
+    # a failed item's references count in CIDEr-D's document frequencies in a first run: in a rescore too
     from opik_metrics import CIDEr
 
     refs = ["a dog runs in the park", "a red bus on the road", "two cats on a sofa", "a man rides a bike"]
-    outs = ["a dog runs", "a red bus", "two cats", "a man on a bike"]
+    outs = ["a dog runs", "a red bus", third, "a man on a bike"]
     added = store_with(tmp_path / "added.sqlite", refs, {"sys": outs}, metrics=[ROUGE()])
     first = store_with(tmp_path / "first.sqlite", refs, {"sys": outs}, metrics=[ROUGE(), CIDEr()])
     assert main(["experiments", "rescore", "sys", "--store", str(added), "-m", "cider", "--no-progress"]) == 0
     with ExperimentStore(added, create=False) as a, ExperimentStore(first, create=False) as b:
         got, want = a.info("sys"), b.info("sys")
-        assert [it.scores["cider"].value for it in a.items(got.id)] == \
-            pytest.approx([it.scores["cider"].value for it in b.items(want.id)])
+        assert [it.scores["cider"].value for it in a.items(got.id, ["scored"])] == \
+            pytest.approx([it.scores["cider"].value for it in b.items(want.id, ["scored"])])
     assert got.experiment_scores["corpus_cider"] == pytest.approx(want.experiment_scores["corpus_cider"])
     assert got.config["metrics"]["cider"] == want.config["metrics"]["cider"]   # the corpus-wide context included

@@ -137,3 +137,20 @@ def test_assert_no_regression_reads_stored_experiments(tmp_path):
     with pytest.raises(AssertionError, match="bleu"):
         assert_no_regression("base", "worse", store=store, resamples=200)
     assert assert_no_regression("worse", "base", store=store, resamples=200).passed
+
+
+def test_a_dry_run_of_publishing_still_gates(tmp_path, capsys):
+    from opik_metrics import BLEU, evaluate
+
+    items = [{"input": f"a dog number {k} runs on the beach", "reference": f"a dog number {k} running on a beach"}
+             for k in range(30)]
+    store = tmp_path / "s.sqlite"
+    evaluate(dataset=items, task=lambda item: {"output": item["input"]}, scoring_metrics=[BLEU(track=False)],
+             experiment_name="base", store=store, verbose=0)
+    evaluate(dataset=items, task=lambda item: {"output": item["input"].split(" on ")[0]},
+             scoring_metrics=[BLEU(track=False)], experiment_name="worse", store=store, verbose=0)
+    code = main(["compare", "base", "worse", "--store", str(store), "--dry-run", "--fail-on", "worse",
+                 "--resamples", "200"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.err.strip().splitlines()[-1].startswith("gate failed: bleu is significantly worse")
+    assert '"correction": "holm"' in captured.out          # the plan shows the gate's decisions too

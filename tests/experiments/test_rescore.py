@@ -294,3 +294,23 @@ def test_a_config_changed_meanwhile_is_not_overwritten(tmp_path):
             store.begin_rescore("toy", stale, {**stale, "metrics": {}}, ["bleu"])
     info, items = _stored(path)
     assert "bleu" in info.config["metrics"] and all("bleu" in it.scores for it in items if it.status == "scored")
+
+
+def test_a_new_metric_giving_another_metrics_score_names_is_refused(tmp_path):
+    # a user's metric named after a stored score of ROUGE: saving it would replace ROUGE's scores
+    from _opik import ScoreResult
+
+    class Mine:
+        name = "rouge1_f1"
+
+        def score(self, output, **ignored):
+            return ScoreResult(name=self.name, value=1.0)
+
+    path = tmp_path / "s.sqlite"
+    _run(path)
+    before = {it.key: it.scores["rouge1_f1"].value for it in _stored(path)[1] if it.status == "scored"}
+    with pytest.raises(MetricPresent, match="metric 'rouge1_f1' gives 'rouge1_f1', which metric 'rouge' already "
+                                            "stored"):
+        _rescore(path, [Mine()])
+    after = {it.key: it.scores["rouge1_f1"].value for it in _stored(path)[1] if it.status == "scored"}
+    assert after == before

@@ -19,6 +19,8 @@ def _rescore(path, metrics, **kw):
 
 def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored, capsys):  # noqa: F811 (the fixtures imported above)
     assert _push(capsys, stored)[0] == 0 and _pushed_at(stored) is not None
+    (published,) = server.experiments.values()        # what `compare --publish` wrote there meanwhile
+    published["metadata"] = {**published["metadata"], "opik_metrics_comparison": {"fingerprint": "f00d"}}
     _rescore(stored, [METEOR()])
     assert _pushed_at(stored) is None                 # the server lacks the new scores
     start = len(server.requests)
@@ -37,6 +39,7 @@ def test_a_rescored_pushed_experiment_pushes_only_the_new_scores(server, stored,
         {"corpus_bleu": round(corpus["corpus_bleu"], 9), "corpus_meteor": round(corpus["corpus_meteor"], 9)}
     assert _pushed_at(stored) is not None
     assert set(experiment["metadata"]["metrics"]) == {"bleu", "fragile", "meteor"}   # facts for compare --opik
+    assert experiment["metadata"]["opik_metrics_comparison"] == {"fingerprint": "f00d"}   # kept, not replaced
 
     def config_writes(since):
         return [p for m, p, body in server.requests[since:]
