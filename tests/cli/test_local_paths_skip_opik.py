@@ -125,3 +125,15 @@ def test_evaluate_with_a_server_that_refuses_is_an_error_before_opik(tmp_path):
     code, out, imported = _evaluate("x", None, tmp_path, {"OPIK_URL_OVERRIDE": url})
     assert code != 0 and f"OpikServerUnavailable: Opik server at {url}" in out, out
     assert "opik" not in imported
+
+
+def test_rescoring_and_agreement_in_the_store_never_import_opik(store, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(store, copy)
+    for command in (["experiments", "rescore", "new", "-m", "meteor", "--no-progress"],
+                    ["agreement", "new", "--human", "bleu", "-m", "rouge1_f1", "--resamples", "50"]):
+        code, out, imported = _run([*CLI, *command, "--store", str(copy)], tmp_path)
+        assert code == 0, out
+        assert "opik" not in imported, command
