@@ -124,7 +124,8 @@ def test_assert_no_regression_raises_the_table_and_returns_the_comparison(scored
         assert_no_regression(scored / "baseline.parquet", scored / "same.parquet", scores=["nosuch"])
 
 
-def test_assert_no_regression_reads_stored_experiments(tmp_path):
+def _stored_base_and_worse(tmp_path: Path) -> Path:
+    """A store with BLEU experiments "base" and "worse" (each output cut before " on ") on 30 items."""
     from opik_metrics import BLEU, evaluate
 
     items = [{"input": f"a dog number {k} runs on the beach", "reference": f"a dog number {k} running on a beach"}
@@ -134,21 +135,18 @@ def test_assert_no_regression_reads_stored_experiments(tmp_path):
              experiment_name="base", store=store, verbose=0)
     evaluate(dataset=items, task=lambda item: {"output": item["input"].split(" on ")[0]},
              scoring_metrics=[BLEU(track=False)], experiment_name="worse", store=store, verbose=0)
+    return store
+
+
+def test_assert_no_regression_reads_stored_experiments(tmp_path):
+    store = _stored_base_and_worse(tmp_path)
     with pytest.raises(AssertionError, match="bleu"):
         assert_no_regression("base", "worse", store=store, resamples=200)
     assert assert_no_regression("worse", "base", store=store, resamples=200).passed
 
 
 def test_a_dry_run_of_publishing_still_gates(tmp_path, capsys):
-    from opik_metrics import BLEU, evaluate
-
-    items = [{"input": f"a dog number {k} runs on the beach", "reference": f"a dog number {k} running on a beach"}
-             for k in range(30)]
-    store = tmp_path / "s.sqlite"
-    evaluate(dataset=items, task=lambda item: {"output": item["input"]}, scoring_metrics=[BLEU(track=False)],
-             experiment_name="base", store=store, verbose=0)
-    evaluate(dataset=items, task=lambda item: {"output": item["input"].split(" on ")[0]},
-             scoring_metrics=[BLEU(track=False)], experiment_name="worse", store=store, verbose=0)
+    store = _stored_base_and_worse(tmp_path)
     code = main(["compare", "base", "worse", "--store", str(store), "--dry-run", "--fail-on", "worse",
                  "--resamples", "200"])
     captured = capsys.readouterr()
