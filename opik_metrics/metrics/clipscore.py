@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts, mean_formula,
                                require_batch, require_references, require_text)
 from opik_metrics.metrics.base import PackMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard
+from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.microbatch import MicroBatcher
 from opik_metrics.metrics.opik_results import scoring_inputs
@@ -70,7 +70,13 @@ class CLIPScore(PackMetric):
 
     card = MetricCard(
         "clipscore", "CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers",
-        needs_reference=False, needs_image=True, loads_model=True)
+        needs_reference=False, needs_image=True, loads_model=True, group="clipscore options", options=(
+            Option("--clip-model", "model", help="CLIP model: hub id or local path (default "
+                   "openai/clip-vit-base-patch32, the paper's ViT-B/32)"),
+            Option("--clip-prompt", "prompt", help="text put before each caption (default 'A photo depicts ', "
+                   "the paper's)"),
+            Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
+        ))
 
     #: ``score_batch`` keyword arguments the experiment runner fills from the scoring inputs.
     batch_fields = {"images": "image"}
