@@ -118,10 +118,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     """Score the stored outputs with the named metrics; print the new scores' means and corpus values."""
     from opik_metrics.cli.options import build_metrics
+    from opik_metrics.compare.sources import is_record_file
     from opik_metrics.experiments.rescore import rescore_local
     from opik_metrics.experiments.store import ExperimentStore
 
     names = list(dict.fromkeys(args.metric))
+    if is_record_file(args.name):
+        return _rescore_records(args, names)
+    if args.input is not None:
+        from opik_metrics.cli.errors import CLIError
+        raise CLIError(f"--input goes with a record file; {args.name!r} is a stored experiment (its outputs are "
+                       "in the store)")
     with ExperimentStore(args.store, create=False) as store:
         info = store.info(args.name)
         # CIDEr-D's document frequencies are left to rescore_local, which fits them on every stored item's
@@ -157,6 +164,37 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         print()
         print(one_line(f"it was pushed to {info.pushed_to}: `opik-metrics experiments push {args.name}` again "
                        "sends the new scores"))
+    return 0
+
+
+def _rescore_records(args: argparse.Namespace, names: list[str]) -> int:
+    """Add the metrics to a record file (``score --input ... --output``), scoring its input's records."""
+    from opik_metrics.cli.options import build_metrics
+    from opik_metrics.streams.rescore import rescore_records
+
+    # metrics fitted on the whole set (CIDEr-D) are fitted by rescore_records on every reference of the input
+    metrics = build_metrics(names, args, None, track=False)
+    added = rescore_records(args.name, metrics, input_path=args.input, replace=args.replace,
+                        progress=not args.no_progress)
+    means = {n: v for n, v in added.aggregate.items() if n not in added.corpus_names}
+    corpus = {n: v for n, v in added.aggregate.items() if n in added.corpus_names}
+    if args.format == "json":
+        json.dump({"name": args.name, "input": added.input, "metrics": added.metrics, "items": added.items,
+                   "unscored": added.unscored, "replaced": added.replaced, "resumed_items": added.resumed_from,
+                   "scores": means, "experiment_scores": corpus, "signatures": added.signatures},
+                  sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    resumed = f" ({added.resumed_from} scored by an interrupted rescore before)" if added.resumed_from else ""
+    print(one_line(f"rescored record file {args.name} with {', '.join(added.metrics)} from the records of "
+                   f"{added.input}: {added.items} rows{resumed}; {added.unscored} without a new score"))
+    rows = [[n, v, added.counts.get(n, 0), "mean over items"] for n, v in means.items()]
+    rows += [[n, v, added.counts.get(n, 0), "corpus statistics"] for n, v in corpus.items()]
+    print()
+    print(format_table(["score", "value", "items", "aggregate"], rows))
+    print()
+    for metric, signature in added.signatures.items():
+        print(one_line(f"{metric}: {signature}"))
     return 0
 
 
@@ -222,12 +260,18 @@ def register(subparsers: Any) -> None:
     show.add_argument("--items", action="store_true", help="also print a per-item table")
     show.set_defaults(func=cmd_show)
     rescore = sub.add_parser(
-        "rescore", help="add metrics to a stored experiment without running its task again",
+        "rescore", help="add metrics to a stored experiment (or a record file) without running its task again",
         description="Score a stored experiment's outputs (and references, and images for clipscore) with more "
                     "metrics: item scores, corpus scores from statistics and the metrics' facts are added, as "
-                    "its run would have. Resumable: run it again after an interruption. Failed items stay failed.")
-    rescore.add_argument("name")
+                    "its run would have. Resumable: run it again after an interruption. Failed items stay failed. "
+                    "NAME may be a record file written by `score --input ... --output` (.jsonl or .parquet): "
+                    "the records of the input it was scored from get the new metrics, and their columns join "
+                    "the file's rows.")
+    rescore.add_argument("name", help="a stored experiment's name, or a record file")
     add_store_argument(rescore)
+    rescore.add_argument("--input", metavar="PATH",
+                         help="for a record file: the file it was scored from (default: the one its .run.json "
+                              "names, if unchanged since); rows are checked by id")
     rescore.add_argument("--metric", "-m", action="append", required=True, choices=list(metric_classes()),
                          help="metric to add (repeatable)")
     rescore.add_argument("--replace", action="store_true",

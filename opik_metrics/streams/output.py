@@ -95,7 +95,7 @@ class RunOutput:
             raise OutputError(f"--output {path} is a folder; name a .jsonl or .parquet file")
         if input_path is not None and self.path.exists() and os.path.samefile(self.path, input_path):
             raise OutputError(f"--output {path} is the input file; choose another --output")
-        self._lock = _RunLock(Path(f"{path}.lock"))        # one run writes an output at a time
+        self._lock = RunLock(Path(f"{path}.lock"))        # one run writes an output at a time
         try:
             shutil.rmtree(self._finished_parts, ignore_errors=True)   # a finished run killed while clearing up
             if run is not None:
@@ -195,7 +195,7 @@ class RunOutput:
         self.parts.mkdir(exist_ok=True)
         marker = self.parts / "run.json"
         if not marker.exists():
-            _write_atomically(marker, json.dumps({"run": self.run}, indent=2))
+            write_atomically(marker, json.dumps({"run": self.run}, indent=2))
 
     def add(self, batch: Sequence[dict] | Any) -> None:
         """Rows in index order, following those already kept, as dicts or as an Arrow table of the
@@ -218,7 +218,7 @@ class RunOutput:
             _write_arrow_part(self.parts / f"{name}.arrow", self.columns, self._buffer, self.text)
         else:
             rows = [row for piece in self._buffer for row in batch_rows(piece)]
-            _write_atomically(self.parts / f"{name}.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+            write_atomically(self.parts / f"{name}.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
         self._buffer.clear()
         self._buffered = 0
         self._last_flush = time.monotonic()
@@ -274,25 +274,33 @@ class RunOutput:
                         aggregator.add(row)
                 yield batch
 
-        if self.format == "jsonl":
-            with open(tmp, "w", encoding="utf-8") as f:
-                if metadata is not None:
-                    f.write(json.dumps({METADATA_KEY: metadata}) + "\n")
-                for batch in counted():
-                    for row in batch_rows(batch):
-                        f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
-        else:
-            _write_parquet(tmp, cols, counted(), metadata=metadata, text=self.text)
+        write_rows(tmp, self.format, cols, counted(), metadata=metadata, text=self.text)
         os.replace(tmp, self.path)
 
     def finish(self, record: dict[str, Any]) -> None:
         """Write the run's record beside the output (what made it, the aggregates); drop the parts
         (renamed away first, so that a kill while deleting them leaves a finished output)."""
-        _write_atomically(self.record, json.dumps({"run": self.run, **record}, indent=2))
+        write_atomically(self.record, json.dumps({"run": self.run, **record}, indent=2))
         if self.parts.exists():
             os.replace(self.parts, self._finished_parts)
         shutil.rmtree(self._finished_parts, ignore_errors=True)
         self.close()
+
+
+def write_rows(path: Path, fmt: str, cols: list[str], batches: Iterator[Any], *,
+               metadata: dict[str, Any] | None = None, text: Sequence[str] = ()) -> None:
+    """Batches (tables or lists of row dicts) as a record file of format ``fmt`` ("jsonl" or
+    "parquet") in columns ``cols``, with ``metadata`` (a JSON Lines file's first line, or Parquet
+    key-value metadata); ``text``: the columns carried from the records."""
+    if fmt == "jsonl":
+        with open(path, "w", encoding="utf-8") as f:
+            if metadata is not None:
+                f.write(json.dumps({METADATA_KEY: metadata}) + "\n")
+            for batch in batches:
+                for row in batch_rows(batch):
+                    f.write(json.dumps({c: row.get(c) for c in cols}) + "\n")
+    else:
+        _write_parquet(path, cols, batches, metadata=metadata, text=text)
 
 
 def _write_parquet(path: Path, cols: list[str], batches: Iterator[Any], group: int = 65536, *,
@@ -398,7 +406,7 @@ def _read_json_part(path: Path) -> Iterator[dict]:
             yield json.loads(line)
 
 
-class _RunLock:
+class RunLock:
     """An exclusive ``flock`` on ``<output>.lock`` for the run's life: a second run on the same
     output stops with a clear message instead of deleting or interleaving the first one's parts."""
 
@@ -495,7 +503,7 @@ def _is_header(row: Any) -> bool:
     return isinstance(row, dict) and len(row) == 1 and isinstance(row.get(METADATA_KEY), dict)
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
