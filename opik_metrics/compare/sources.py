@@ -15,7 +15,7 @@ from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord, check_formulas
 from opik_metrics.metrics.server_range import UNSENT_KEY
 from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
-from opik_metrics.streams.rows import statistics_column
+from opik_metrics.scoring.rows import statistics_column
 
 RECORD_FILE_SUFFIXES = tuple(OUTPUT_FORMATS)
 

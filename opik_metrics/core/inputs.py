@@ -190,3 +190,9 @@ def as_list(values: Any, where: str) -> list:
     if isinstance(values, str) or values is None or not hasattr(values, "__iter__"):
         raise TypeError(f"{where} must be a sequence, got {type(values).__name__}")
     return values if isinstance(values, list) else list(values)
+
+
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate (from the item's own text) written as ``\\udXXX``, so
+    that every output format can hold it."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")

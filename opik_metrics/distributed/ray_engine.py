@@ -13,7 +13,7 @@ from opik_metrics.distributed.cluster import import_ray, join_cluster, start_loc
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.output import columns, rows_table
 from opik_metrics.streams.processes import group_refs, score_group
-from opik_metrics.streams.rows import Aggregator
+from opik_metrics.scoring.rows import Aggregator
 from opik_metrics.streams.run import ChunkScorer, StreamResult
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 

@@ -1,12 +1,14 @@
-"""Score aligned lists of outputs and references with several metrics; per item and aggregate."""
+"""Score aligned lists of outputs and references with several metrics (``score`` on two text
+files); per item and aggregate."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from tqdm.auto import tqdm
 
-from opik_metrics.core import facts_of
+from opik_metrics.core import MetricInputError, facts_of
 from opik_metrics.experiments.contexts import fit_corpus_contexts
+from opik_metrics.scoring import Scorer
 
 
 def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
@@ -23,44 +25,49 @@ def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
 def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
                 references: Sequence[Sequence[str]] | None, *, progress: bool = True,
                 chunk_size: int = 256) -> dict[str, Any]:
-    """Run each metric's ``score_batch`` over the items.
+    """Score the items with every metric, a chunk at a time, through the one ``Scorer``.
 
     Returns ``{"items": [{name: value}], "aggregate": {name: mean}, "reasons": [...],
     "signatures": {...}}``; metrics with a corpus-level score (corpus BLEU, corpus perplexity)
-    add it to the aggregate.
+    add it to the aggregate. An item a metric fails on is a MetricInputError naming it.
     """
     n = len(outputs)
     if references is not None:
         fit_corpus_contexts(metrics, references)      # CIDEr-D: one context for every chunk
+    scorer = Scorer(metrics)
+    summed = {m.name: m for m in metrics if facts_of(m).own_corpus is not None}  # a mean corpus score is in the aggregate
+    totals: dict[str, Any] = {}      # the items' summed statistics, for each corpus score
     items: list[dict[str, float]] = [{} for _ in range(n)]
     reasons: list[dict[str, str]] = [{} for _ in range(n)]
     signatures: dict[str, str] = {}
+    bar = tqdm(total=n, desc="scoring", unit="item", disable=not progress, leave=False)
+    for start in range(0, n, chunk_size):
+        stop = min(n, start + chunk_size)
+        inputs = [{"output": outputs[k]} if references is None else {"output": outputs[k], "reference": references[k]}
+                  for k in range(start, stop)]
+        for k, results in enumerate(scorer.results(inputs), start):
+            by_metric: dict[str, list] = {}
+            for metric_name, res in results:
+                if res.scoring_failed:
+                    raise MetricInputError(f"item {k}: {metric_name}: {res.reason}")
+                by_metric.setdefault(metric_name, []).append(res)
+                items[k][res.name] = res.value
+                if res.reason:
+                    reasons[k][res.name] = res.reason
+                sig = (res.metadata or {}).get("signature")
+                if sig:
+                    signatures[metric_name] = str(sig)
+            for name, metric in summed.items():
+                statistics = metric.item_statistics(by_metric[name])
+                totals[name] = statistics if name not in totals else totals[name] + statistics
+        bar.update(stop - start)
+    bar.close()
     corpus: dict[str, float] = {}
-    for metric in metrics:
-        summed = facts_of(metric).own_corpus is not None   # a mean corpus score is already in the aggregate
-        total = 0  # the items' summed statistics, for the corpus score
-        bar = tqdm(total=n, desc=f"scoring {metric.name}", unit="item", disable=not progress, leave=False)
-        for start in range(0, n, chunk_size):
-            stop = min(n, start + chunk_size)
-            refs = None if references is None else references[start:stop]
-            batch = metric.score_batch(outputs[start:stop], refs)
-            for k, results in enumerate(batch, start):
-                if summed:
-                    total = total + metric.item_statistics(results)
-                for res in results:
-                    items[k][res.name] = res.value
-                    if res.reason:
-                        reasons[k][res.name] = res.reason
-                    sig = (res.metadata or {}).get("signature")
-                    if sig:
-                        signatures[metric.name] = str(sig)
-            bar.update(stop - start)
-        bar.close()
-        if n and summed:
-            made = metric.from_statistics(total)
-            for corpus_result in made if isinstance(made, list) else [made]:   # COCOCaption: one per key
-                corpus[corpus_result.name] = corpus_result.value
-                signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
+    for name, total in totals.items():
+        made = summed[name].from_statistics(total)
+        for corpus_result in made if isinstance(made, list) else [made]:   # COCOCaption: one per key
+            corpus[corpus_result.name] = corpus_result.value
+            signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
     parts = sorted(set().union(*(facts_of(metric).part_names for metric in metrics)))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures, "parts": parts}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.rescore import rescore_local
 from opik_metrics.experiments.runner import run_experiment
-from opik_metrics.experiments.scoring import experiment_scorers
+from opik_metrics.experiments.experiment_scorers import experiment_scorers
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import ExperimentSummary
 

@@ -10,7 +10,8 @@ from typing import Any, Sequence
 from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 from tqdm.auto import tqdm
 
-from opik_metrics.experiments.scoring import ExperimentScorer, run_experiment_scorers, score_chunk
+from opik_metrics.experiments.experiment_scorers import ExperimentScorer, run_experiment_scorers
+from opik_metrics.scoring import score_chunk
 from opik_metrics.experiments.spans import collect_spans, tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredScore
 from opik_metrics.experiments.summary import ExperimentSummary, item_keys

@@ -15,7 +15,7 @@ from opik_metrics.core import facts_of
 from opik_metrics.experiments.opik_runner import _means, _storable_scorer, preload_lazy_imports
 from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.experiments.rescore import MetricPresent
-from opik_metrics.experiments.scoring import ExperimentScorer
+from opik_metrics.experiments.experiment_scorers import ExperimentScorer
 from opik_metrics.experiments.storable_scores import storable_metrics
 from opik_metrics.experiments.summary import ExperimentSummary
 

@@ -15,7 +15,8 @@ import opik
 from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.core.numbers import is_number
-from opik_metrics.experiments.scoring import ExperimentScorer, as_results
+from opik_metrics.experiments.experiment_scorers import ExperimentScorer
+from opik_metrics.scoring import as_results
 from opik_metrics.experiments.storable_scores import storable_metrics
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.experiments.tasks import ItemFailure, Task, prepare_chunk

@@ -18,7 +18,8 @@ from opik_metrics.core import facts_of
 from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import as_test_results, summarize
-from opik_metrics.experiments.scoring import ExperimentScorer, experiment_scorers, run_experiment_scorers, score_chunk
+from opik_metrics.experiments.experiment_scorers import ExperimentScorer, experiment_scorers, run_experiment_scorers
+from opik_metrics.scoring import score_chunk
 from opik_metrics.experiments.spans import tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.experiments.store.records import dumps, utc_now

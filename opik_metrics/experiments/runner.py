@@ -11,7 +11,7 @@ from opik_metrics.experiments.experiment_config import experiment_config
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import run_local
 from opik_metrics.experiments.opik_server import Backend, choose_backend
-from opik_metrics.experiments.scoring import ExperimentScorer, experiment_scorers
+from opik_metrics.experiments.experiment_scorers import ExperimentScorer, experiment_scorers
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import ExperimentSummary
 from opik_metrics.experiments.tasks import Task

@@ -11,7 +11,7 @@ from opik.evaluation.metrics import base_metric
 from opik.evaluation.metrics.score_result import ScoreResult
 from opik.evaluation.scorers.scorer_wrapper_metric import ScorerWrapperMetric
 
-from opik_metrics.experiments.scoring import as_results
+from opik_metrics.scoring import as_results
 from opik_metrics.metrics.base import PackMetric
 
 

@@ -5,7 +5,7 @@ from opik_metrics.streams.rescore import RecordsError, RescoredRecords, rescore_
 from opik_metrics.streams.fields import FieldError, FieldMap, parse_field_options
 from opik_metrics.streams.output import OutputError, RunOutput, read_metadata, read_rows
 from opik_metrics.streams.processes import ProcessEngine
-from opik_metrics.streams.rows import Aggregator, RowMaker
+from opik_metrics.scoring.rows import Aggregator, RowMaker
 from opik_metrics.streams.run import (ChunkScorer, LocalEngine, StreamResult, StreamRun, read_references,
                                       score_file, score_source)
 from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source, SourceError, open_source

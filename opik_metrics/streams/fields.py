@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from opik_metrics.core.inputs import printable
+
 INPUTS = ("output", "reference", "image")
 _MISSING = "field {name!r}: column {column!r} is missing from the record"
 _MISSING_PATTERN = re.compile(r"field '(\w+)': column (.+) is missing from the record$")
@@ -86,12 +88,6 @@ def kept_text(value: Any) -> str | None:
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False, default=str)
     return printable(value)
-
-
-def printable(text: str) -> str:
-    """``text`` with any lone surrogate (from the item's own text) written as ``\\udXXX``, so
-    that every output format can hold it."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def parse_field_options(options: Sequence[str] | None) -> FieldMap:

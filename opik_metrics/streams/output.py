@@ -14,7 +14,7 @@ from typing import Any, Iterator, Sequence
 
 from opik_metrics.core import MetricFacts
 from opik_metrics.core.file_names import name_too_long
-from opik_metrics.streams.rows import statistics_column
+from opik_metrics.scoring.rows import statistics_column
 
 RECORD_SUFFIX = ".run.json"                      # what made the output, beside it
 RECORD_TMP_SUFFIX = RECORD_SUFFIX + ".tmp"       # the longest name written beside the output

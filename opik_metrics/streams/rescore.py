@@ -24,7 +24,7 @@ from opik_metrics.metrics.tracking import scoring_untracked
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.output import (RECORD_SUFFIX, RECORD_TMP_SUFFIX, RunLock, columns, output_format,
                                          read_metadata, read_rows, write_atomically, write_rows)
-from opik_metrics.streams.rows import Aggregator, statistics_column
+from opik_metrics.scoring.rows import Aggregator, statistics_column
 from opik_metrics.streams.run import DEFAULT_CHUNK, LocalEngine, read_references, score_source
 from opik_metrics.streams.sources import open_source
 

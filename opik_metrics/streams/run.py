@@ -16,11 +16,11 @@ from tqdm.auto import tqdm
 from opik_metrics.core import MetricInputError, facts_of, require_references, require_text
 from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
-from opik_metrics.experiments.scoring import score_chunk
+from opik_metrics.scoring import Scorer, Unscorable
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.ids import check_records, with_default_id
 from opik_metrics.streams.output import RunOutput, batch_rows, batch_size, columns, first_index, records_metadata
-from opik_metrics.streams.rows import Aggregator, RowMaker
+from opik_metrics.scoring.rows import Aggregator
 from opik_metrics.streams.sources import BadRecord, Chunk, ChunkRef, Source
 
 DEFAULT_CHUNK = 1024
@@ -41,14 +41,15 @@ def wanted_fields(metrics: Sequence[Any]) -> list[str]:
 
 
 class ChunkScorer:
-    """Scores a chunk of records with the metrics: one row per record, in order. A record that
-    cannot be read or lacks a field gets a row with the reason; its neighbours are scored."""
+    """A chunk of records as rows, one per record, in order: each record's scoring inputs read and
+    checked (a record that cannot be read or lacks a field becomes a row with the reason; its
+    neighbours are scored), scored by the one ``Scorer``, its id and kept columns carried."""
 
     def __init__(self, metrics: Sequence[Any], fields: FieldMap) -> None:
-        self.metrics = list(metrics)
+        self.scorer = Scorer(metrics)
+        self.metrics = self.scorer.metrics
         self.fields = fields
         self.wanted = wanted_fields(self.metrics)
-        self.rows = RowMaker(self.metrics)
 
     def inputs(self, record: Any, index: int) -> dict[str, Any]:
         """The checked scoring inputs of one record (MetricInputError naming item and field)."""
@@ -64,20 +65,16 @@ class ChunkScorer:
         return inputs
 
     def score(self, chunk: Chunk) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any] | None] = [None] * len(chunk.records)
-        good: list[tuple[int, dict]] = []
+        items: list[dict | Unscorable] = []
         for k, record in enumerate(chunk.records):
-            index = chunk.first + k
             if isinstance(record, BadRecord):
-                rows[k] = RowMaker.bad_row(index, record.reason)
+                items.append(Unscorable(record.reason))
                 continue
             try:
-                good.append((k, self.inputs(record, index)))
+                items.append(self.inputs(record, chunk.first + k))
             except MetricInputError as exc:
-                rows[k] = RowMaker.bad_row(index, str(exc))
-        for (k, _), results in zip(good, score_chunk(self.metrics, [x for _, x in good])):
-            rows[k] = self.rows.row(chunk.first + k, results)
-        made: list[dict[str, Any]] = rows  # type: ignore[assignment]     # every record has its row now
+                items.append(Unscorable(str(exc)))
+        made = self.scorer.rows(chunk.first, items)
         if self.fields.carried:
             for k, record in enumerate(chunk.records):
                 carried = self.fields.carry(record) if isinstance(record, dict) else {}

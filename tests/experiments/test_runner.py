@@ -95,7 +95,7 @@ def test_bad_arguments_are_named(tmp_path, kwargs, message):
 
 def test_batch_scoring_honours_a_metrics_text_field():
     """A metric with ``text_field`` scores that input, in the batched path as item by item."""
-    from opik_metrics.experiments.scoring import score_chunk
+    from opik_metrics.scoring import score_chunk
 
     class Length:
         name = "length"

@@ -8,7 +8,8 @@ import math
 import pytest
 from _opik import ScoreResult
 
-from opik_metrics.experiments.scoring import as_results, run_experiment_scorers, score_chunk
+from opik_metrics.experiments.experiment_scorers import run_experiment_scorers
+from opik_metrics.scoring import as_results, score_chunk
 from opik_metrics.metrics.server_range import mark_unstorable, shown, storable, unsent, value_of
 
 

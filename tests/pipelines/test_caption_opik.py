@@ -155,7 +155,7 @@ def test_opik_runner_wiring(tmp_path, caption_tsv, tiny_blip, one_thread, fake_o
 
     from opik_metrics.experiments import opik_runner
     from opik_metrics.experiments.experiment_config import experiment_config
-    from opik_metrics.experiments.scoring import as_results
+    from opik_metrics.scoring import as_results
 
     seen = {}
 

@@ -88,7 +88,7 @@ def test_a_table_aggregates_as_its_rows_do():
     from opik_metrics import BLEU, ROUGE
     from opik_metrics.core import facts_of
     from opik_metrics.streams.output import columns, rows_table, table_rows
-    from opik_metrics.streams.rows import Aggregator
+    from opik_metrics.scoring.rows import Aggregator
 
     facts = [facts_of(m) for m in (ROUGE(rouge_types=["rouge1"], track=False), BLEU(track=False))]
     cols = columns(facts)

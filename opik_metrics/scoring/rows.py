@@ -8,7 +8,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from opik_metrics.core import MetricFacts, facts_of, resolve_formula
-from opik_metrics.streams.fields import printable
+from opik_metrics.core.inputs import printable
 
 STATISTICS_PREFIX = "statistics."
 _WHERE = re.compile(r"^(?:item|line|row|rows) \d+(?:-\d+)?[,:] ")   # "item 3, ", "row 11: ": where, not why
@@ -25,7 +25,7 @@ def statistics_column(metric: str) -> str:
 
 
 class RowMaker:
-    """Rows from the per-item results of ``experiments.scoring.score_chunk``."""
+    """Rows from the per-item results of ``Scorer.results``."""
 
     def __init__(self, metrics: Sequence[Any]) -> None:
         self.metrics = list(metrics)
