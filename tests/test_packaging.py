@@ -135,6 +135,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(dists):
     assert "\nName: opik-metrics\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
     assert "\nDescription-Content-Type: text/markdown\n" in metadata
     assert "opik-metrics = opik_metrics.cli:main" in entry_points
+    assert f"{PACKAGE}/py.typed" in names        # PEP 561: type checkers read the package's annotations
 
 
 def files_of(folder: Path) -> list[Path]:
@@ -146,7 +147,7 @@ def test_the_sdist_holds_the_sources_and_no_tests(dists):
     with tarfile.open(dists["sdist"]) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
     assert {"pyproject.toml", "setup.py", "README.md", "PKG-INFO", f"{PACKAGE}/__init__.py",
-            "pipelines/__init__.py"} <= names
+            "pipelines/__init__.py", f"{PACKAGE}/py.typed"} <= names
     assert not [n for n in names if n.split("/")[0] in {"tests", "bench", "examples", "notebooks", "docs"}]
 
 

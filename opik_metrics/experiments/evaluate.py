@@ -60,6 +60,22 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
         backend: "auto" (the server when one is configured, else the local store), "local" or "opik".
         verbose: 0 hides progress bars.
         overwrite: replace a stored experiment of the same name instead of resuming it.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from opik_metrics import BLEU, evaluate
+        >>> outputs = {"le chat": "the cat sat on the mat", "un chien": "a dog runs"}
+        >>> data = [{"input": "le chat", "reference": "the cat sat on a mat"},
+        ...         {"input": "un chien", "reference": "a dog is running"}]
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> summary = evaluate(data, task=lambda item: {"output": outputs[item["input"]]},
+        ...                    scoring_metrics=[BLEU(track=False)], experiment_name="demo",
+        ...                    store=os.path.join(folder.name, "runs.sqlite"), verbose=0)
+        >>> summary.backend, summary.items, round(summary.scores["bleu"], 4)   # the mean sentence BLEU
+        ('local', 2, 0.4658)
+        >>> round(summary.experiment_scores["corpus_bleu"], 4)                 # sacrebleu's corpus BLEU
+        0.4415
+        >>> folder.cleanup()
     """
     items, name = _items(dataset, nb_samples)
     dataset_name = dataset_name or name or "dataset"
@@ -93,6 +109,21 @@ def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], sc
         replace: score again with a metric the experiment already has (else refused: MetricPresent).
             Locally, an interrupted call resumes: called again, it scores only the items still lacking
             the metric.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from opik_metrics import BLEU, ROUGE, evaluate, evaluate_experiment
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> store = os.path.join(folder.name, "runs.sqlite")
+        >>> data = [{"output": "the cat sat on the mat", "reference": "the cat sat on a mat"},
+        ...         {"output": "a dog runs", "reference": "a dog is running"}]
+        >>> _ = evaluate(data, task=lambda item: {}, scoring_metrics=[BLEU(track=False)],
+        ...              experiment_name="demo", store=store, verbose=0)
+        >>> summary = evaluate_experiment("demo", [ROUGE(rouge_types=["rouge1"], track=False)],
+        ...                               store=store, verbose=0)
+        >>> round(summary.scores["bleu"], 4), round(summary.scores["rouge1_f1"], 4)   # the task ran once
+        (0.4658, 0.7024)
+        >>> folder.cleanup()
     """
     metrics = list(scoring_metrics or [])
     scorers = (experiment_scorers(metrics) if experiment_scoring_functions is None

@@ -24,6 +24,13 @@ class BERTScore(ReferenceMetric):
     Emits ``BERTPrecision``, ``BERTRecall`` and ``BERTF1``; a ``name`` other than ``bertscore``
     prefixes them (``BERTScore(name="minilm")`` gives ``minilm_BERTF1``). The corpus score is
     the mean over items (bert_score's system score), ``corpus_BERTF1``.
+
+    Examples:
+        >>> from opik_metrics import BERTScore
+        >>> metric = BERTScore(model="packaged:minilm", track=False)   # all-MiniLM-L6-v2, offline
+        >>> [(r.name, round(r.value, 3)) for r in metric.score("the cat sat on the mat", "a cat was sitting on the mat")]
+        [('BERTPrecision', 0.912), ('BERTRecall', 0.894), ('BERTF1', 0.903)]
+        >>> BERTScore(lang="en")   # roberta-large from the hub  # doctest: +SKIP
     """
 
     card = MetricCard(

@@ -25,8 +25,9 @@ class BLEU(SacrebleuFamilyMetric):
 
     Examples:
         >>> from opik_metrics import BLEU
-        >>> BLEU(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0].name
-        'bleu'
+        >>> result = BLEU(track=False).score("the cat sat on the mat", "the cat sat on a mat")[0]
+        >>> result.name, round(result.value, 4)
+        ('bleu', 0.5373)
     """
 
     card = MetricCard(

@@ -60,12 +60,20 @@ class CLIPScore(PackMetric):
     Examples:
         >>> import opik
         >>> from opik_metrics import CLIPScore
-        >>> metric = CLIPScore()  # doctest: +SKIP
-        >>> metric.score(output="a dog on a beach", image="dog.jpg")[0].value  # doctest: +SKIP
-        0.78
+        >>> metric = CLIPScore()   # openai/clip-vit-base-patch32 from the hub  # doctest: +SKIP
+        >>> [r.name for r in metric.score(output="a dog on a beach", image="dog.jpg",  # doctest: +SKIP
+        ...                               reference="a dog runs along the sea")]
+        ['clip_score', 'ref_clip_score']
         >>> opik.evaluate(dataset=dataset, task=caption_task,  # doctest: +SKIP
         ...               scoring_metrics=[CLIPScore()],
         ...               scoring_key_mapping={"image": "image_url"})
+
+        The arithmetic on the cosines (no model: no CLIP weights ship on PyPI), for a caption at
+        cosine 0.3 to its image and a best reference at cosine 0.6 to the caption:
+
+        >>> from opik_metrics.neural.clip.formulas import clip_s, ref_clip_s
+        >>> clip_s(0.3), round(ref_clip_s(clip_s(0.3), 0.6), 4)   # 2.5 * 0.3; 2 * 0.75 * 0.6 / 1.35
+        (0.75, 0.6667)
     """
 
     card = MetricCard(

@@ -38,8 +38,11 @@ class COCOCaption(DocumentFrequencyMetric):
     Examples:
         >>> from opik_metrics import COCOCaption
         >>> coco = COCOCaption(track=False)
-        >>> sorted(coco.coco_eval(["a dog runs", "a cat sleeps"], [["a dog is running"], ["the cat sleeps"]]))
+        >>> scores = coco.coco_eval(["a dog runs", "a cat sleeps"], [["a dog is running"], ["the cat sleeps"]])
+        >>> sorted(scores)
         ['Bleu_1', 'Bleu_2', 'Bleu_3', 'Bleu_4', 'CIDEr', 'METEOR', 'ROUGE_L']
+        >>> [round(scores[key], 4) for key in ("Bleu_1", "Bleu_2", "METEOR", "ROUGE_L", "CIDEr")]
+        [0.5643, 0.4887, 0.3624, 0.6119, 2.6733]
     """
 
     card = MetricCard(

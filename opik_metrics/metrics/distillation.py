@@ -26,6 +26,15 @@ class DistillationKL(ReferenceFreeMetric):
     KL(student_T || teacher_T); ``reduction`` is the mean or the sum over tokens. Teacher and
     student must share a tokenizer and vocabulary. Lower is better; ``corpus_<name>`` is the
     token-weighted mean (or total) over texts.
+
+    Examples:
+        >>> from opik_metrics import DistillationKL
+        >>> same = DistillationKL(teacher="packaged:smollm2", student="packaged:smollm2", temperature=2.0, track=False)
+        >>> result = same.score("Paris is the capital of France.")[0]   # a student equal to its teacher
+        >>> result.name, result.value, result.metadata["n_tokens"]
+        ('kl_divergence', 0.0, 7)
+        >>> DistillationKL(teacher="HuggingFaceTB/SmolLM2-360M-Instruct",   # from the hub  # doctest: +SKIP
+        ...                student="HuggingFaceTB/SmolLM2-135M-Instruct")
     """
 
     card = MetricCard(

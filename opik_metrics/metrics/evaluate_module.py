@@ -93,6 +93,24 @@ class EvaluateMetric(ReferenceMetric):
         >>> metric = EvaluateMetric("sacrebleu", keys=["score"], bounds=(0, 100))  # doctest: +SKIP
         >>> metric.score("the cat sat on the mat", "the cat sat on a mat")[0].name  # doctest: +SKIP
         'evaluate_sacrebleu'
+
+        Offline, a module written in place (``evaluate``'s documented ``_info``/``_compute`` hooks):
+
+        >>> import datasets, evaluate, sacrebleu
+        >>> class CorpusBleu(evaluate.Metric):
+        ...     def _info(self):
+        ...         texts = datasets.Sequence(datasets.Value("string"))
+        ...         return evaluate.MetricInfo(description="sacrebleu's corpus BLEU", citation="",
+        ...             features=datasets.Features({"predictions": datasets.Value("string"), "references": texts}))
+        ...     def _compute(self, predictions, references):
+        ...         return {"score": sacrebleu.corpus_bleu(predictions, list(zip(*references))).score}
+        >>> metric = EvaluateMetric(CorpusBleu(), bounds=(0, 100), track=False)
+        >>> result = metric.score("the cat sat on the mat", "the cat sat on a mat")[0]
+        >>> result.name, round(result.value, 2)
+        ('evaluate_corpus_bleu', 53.73)
+        >>> round(metric.corpus_score(["the cat sat on the mat", "a dog runs"],
+        ...                           ["the cat sat on a mat", "a dog is running"]).value, 2)
+        44.15
     """
 
     def __init__(

@@ -22,6 +22,14 @@ class Perplexity(ReferenceFreeMetric):
     the context are scored with a sliding window of ``max_length`` tokens moved by ``stride``.
     Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
     ``corpus_<name>`` = exp(total NLL / total tokens), not a mean of perplexities.
+
+    Examples:
+        >>> from opik_metrics import Perplexity
+        >>> metric = Perplexity(model="packaged:smollm2", track=False)   # SmolLM2-135M-Instruct, offline
+        >>> result = metric.score("Paris is the capital of France.")[0]
+        >>> result.name, round(result.value), result.metadata["n_tokens"]
+        ('perplexity', 175, 7)
+        >>> Perplexity(model="gpt2")   # from the hub  # doctest: +SKIP
     """
 
     card = MetricCard(

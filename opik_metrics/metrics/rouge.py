@@ -43,8 +43,8 @@ class ROUGE(ReferenceMetric):
 
     Examples:
         >>> from opik_metrics import ROUGE
-        >>> [r.name for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
-        ['rouge1_precision', 'rouge1_recall', 'rouge1_f1']
+        >>> [(r.name, round(r.value, 4)) for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
+        [('rouge1_precision', 1.0), ('rouge1_recall', 0.6667), ('rouge1_f1', 0.8)]
         >>> m = ROUGE(rouge_types=["rougeSU"], rouge155=True, track=False)
         >>> [r.value for r in m.score("police kill the gunman", "police killed the gunman")]
         [0.55556, 0.55556, 0.55556]

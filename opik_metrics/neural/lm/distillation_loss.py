@@ -67,5 +67,18 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
     ``logits[..., t, :]`` is scored against ``labels[..., t]``; positions with ``labels == -100``
     (padding) are left out of both terms. ``shift=True`` takes HF-style labels (the input ids)
     and drops the last logit and the first label. The teacher gets no gradient.
+
+    Examples:
+        >>> import math, torch
+        >>> from opik_metrics import distillation_loss
+        >>> student = torch.zeros(1, 2, 2)                                  # uniform over 2 tokens
+        >>> teacher = torch.tensor([[[0.0, math.log(3)], [0.0, 0.0]]])      # (1/4, 3/4), then uniform
+        >>> labels = torch.tensor([[1, -100]])                              # the second position is padding
+        >>> loss = distillation_loss(student, teacher, labels, temperature=1.0, alpha=0.5)
+        >>> kl = 0.25 * math.log(0.25 / 0.5) + 0.75 * math.log(0.75 / 0.5)  # KL(teacher || student), by hand
+        >>> abs(loss.item() - (0.5 * math.log(2) + 0.5 * kl)) < 1e-6
+        True
+        >>> round(loss.item(), 4)
+        0.412
     """
     return distillation_loss_parts(student_logits, teacher_logits, labels, temperature, alpha, shift=shift).loss
