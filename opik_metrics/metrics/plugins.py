@@ -85,8 +85,8 @@ def _check_options(metric_class: type, card: MetricCard) -> None:
                 continue
             for theirs in vars(other)["card"].options:
                 if theirs.flag == option.flag and _takes(theirs) != _takes(option):
-                    raise PluginRefused(f"its option {option.flag} differs from the option {theirs.flag} "
-                                        f"of the metric {name!r}")
+                    raise PluginRefused(f"the metric {name!r} declares {option.flag} too, taking another value "
+                                        "(an option two metrics share is added once, so both must take it alike)")
 
 
 def _takes(option: Option) -> tuple:

@@ -177,7 +177,8 @@ LEFT_OUT = {
             "opik_metrics.metrics.bleu:BLEU has that name",
     "toy_alias": "its card is named 'toy_renamed'; the entry point must carry the card's name",
     "toy_function": "it is a function, not a metric class (a subclass of opik_metrics.metrics.base.PackMetric)",
-    "toy_lowercase": "its option --lowercase differs from the option --lowercase of the metric 'bleu'",
+    "toy_lowercase": "the metric 'bleu' declares --lowercase too, taking another value (an option two metrics "
+                     "share is added once, so both must take it alike)",
     "toy_missing": "importing it failed: ModuleNotFoundError: No module named 'broken_plugin.missing'",
 }
 TARGETS = {"toy_missing": "broken_plugin.missing:Thing", "toy_function": "broken_plugin.things:helper",
