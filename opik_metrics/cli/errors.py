@@ -7,7 +7,9 @@ import argparse
 import errno
 import os
 import sys
-from typing import Callable, Sequence
+import warnings
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 # 128 + SIGPIPE: what the shell reports for git, cat or grep cut off by `| head`, so scripts
 # (`set -o pipefail` ones too) see us as they see those tools; sacrebleu's plain Python gives a traceback.
@@ -24,6 +26,25 @@ def fail(message: str, status: int = 2) -> int:
 
     print(f"opik-metrics: error: {one_line(message)}", file=sys.stderr)
     return status
+
+
+@contextmanager
+def plugin_warnings_in_one_line() -> Iterator[None]:
+    """Inside it, a ``PluginWarning`` (a plugin metric or option left out of the catalog, as the
+    parser is built) prints as one line, ``opik-metrics: warning: ...``; other warnings as usual."""
+    from opik_metrics.core.table import one_line
+    from opik_metrics.metrics.card import PluginWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            yield
+        finally:
+            for shown in caught:
+                if issubclass(shown.category, PluginWarning):
+                    print(f"opik-metrics: warning: {one_line(str(shown.message))}", file=sys.stderr)
+                else:
+                    warnings.showwarning(shown.message, shown.category, shown.filename, shown.lineno, shown.file,
+                                         shown.line)
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

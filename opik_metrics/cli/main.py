@@ -7,7 +7,8 @@ import sys
 from typing import Sequence
 
 from opik_metrics.cli import agreement, caption, compare, experiments, explain, score
-from opik_metrics.cli.errors import CLIError, check_arguments, fail, parse_arguments, run_command
+from opik_metrics.cli.errors import (CLIError, check_arguments, fail, parse_arguments, plugin_warnings_in_one_line,
+                                     run_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_arguments(argv)
     except CLIError as exc:
         return fail(str(exc))
-    args = parse_arguments(build_parser(), argv)
+    with plugin_warnings_in_one_line():     # the catalog, plugins and all, is read as the parser is built
+        parser = build_parser()
+    args = parse_arguments(parser, argv)
     return run_command(args.func, args)
 
 

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.metrics.card import OptionsError
+from opik_metrics.metrics.card import OptionsError, PluginWarning
 from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_classes
 
 
 def add_metric_options(parser: argparse.ArgumentParser) -> None:
-    """Every catalog metric's options, one group a metric (an option two metrics share, once)."""
+    """Every catalog metric's options, one group a metric (an option two metrics share, once). An
+    option argparse refuses (a plugin metric's flag that the command uses itself) is left out with
+    a ``PluginWarning``, and the command goes on."""
     added: set[str] = set()
     for card in map(metric_card, metric_classes()):
         fresh = [o for o in card.options if o.flag not in added]
@@ -18,7 +21,12 @@ def add_metric_options(parser: argparse.ArgumentParser) -> None:
             continue
         group = parser.add_argument_group(card.group or f"{card.name} options")
         for option in fresh:
-            group.add_argument(option.flag, **option.argparse_settings())
+            try:
+                group.add_argument(option.flag, **option.argparse_settings())
+            except (argparse.ArgumentError, TypeError, ValueError) as exc:
+                warnings.warn(f"the option {option.flag} of metric {card.name!r} is left out: {exc}", PluginWarning,
+                              stacklevel=2)
+                continue
             added.add(option.flag)
 
 

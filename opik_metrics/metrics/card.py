@@ -3,6 +3,7 @@ one-line summary, the inputs it needs, and its command-line options with the con
 each one sets. A class with a ``card`` is registered when it is defined."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -89,14 +90,36 @@ class MetricCard:
 _registered: dict[str, type] = {}
 
 
+class NameTaken(ValueError):
+    """A metric class asks for a catalog name another class holds."""
+
+
+class PluginWarning(UserWarning):
+    """A metric from another package left out of the catalog (the message says which, and why)."""
+
+
 def register(metric_class: type) -> None:
-    """Enter a class with a ``card`` in the catalog (``PackMetric`` does it for every subclass);
-    a second class under a name already taken replaces it only if it is the same class defined again."""
+    """Enter a class with a ``card`` in the catalog (``PackMetric`` does it for every subclass).
+
+    A name already taken stays with its holder (``NameTaken``), unless the newcomer is the same
+    class defined again, or a built-in metric (defined in ``opik_metrics``) whose name an outside
+    class took first: the built-in gets it back and a ``PluginWarning`` names the outsider. So no
+    order of imports lets another package replace a built-in metric."""
     card: MetricCard = metric_class.__dict__["card"]
     held = _registered.get(card.name)
     if held is not None and target_of(held) != target_of(metric_class):
-        raise ValueError(f"two metrics call themselves {card.name!r}: {target_of(held)} and {target_of(metric_class)}")
+        if is_built_in(held) or not is_built_in(metric_class):
+            whose = "the built-in metric" if is_built_in(held) else "the metric"
+            raise NameTaken(f"{target_of(metric_class)} cannot be called {card.name!r}: "
+                            f"{whose} {target_of(held)} has that name")
+        warnings.warn(f"{target_of(held)} is left out of the catalog: {card.name!r} is the name of the built-in "
+                      f"metric {target_of(metric_class)}", PluginWarning, stacklevel=2)
     _registered[card.name] = metric_class
+
+
+def is_built_in(metric_class: type) -> bool:
+    """Whether the class is one of this pack's own metrics."""
+    return metric_class.__module__.partition(".")[0] == "opik_metrics"
 
 
 def target_of(metric_class: type) -> str:

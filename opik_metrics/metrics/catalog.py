@@ -1,6 +1,7 @@
 """The catalog: every metric class that has a ``card``, by its card's name. The command line and the
 pipelines build metrics from it; a metric module enters it by being imported (``discover`` imports
-every module of ``opik_metrics.metrics``, which stay light: engines are imported when a metric is built)."""
+every module of ``opik_metrics.metrics``, which stay light: engines are imported when a metric is built),
+then other packages' metrics join through their entry points (``plugins``)."""
 from __future__ import annotations
 
 import importlib
@@ -9,19 +10,22 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from opik_metrics.metrics.card import MetricCard, registered, target_of
+from opik_metrics.metrics.plugins import load_plugins
 
 _discovered = False
 
 
 def discover() -> None:
-    """Import every module of the package once, so that each metric class registers itself."""
+    """Once: import every module of the package, so that each metric class registers itself, then
+    load the metrics other packages offer (built-ins first: a plugin cannot take their names)."""
     global _discovered
     if not _discovered:
         import opik_metrics.metrics as package
 
         for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
             importlib.import_module(module.name)
-        _discovered = True
+        _discovered = True          # before the plugins: one that asks for the catalog as it loads gets it
+        load_plugins()
 
 
 def metric_classes() -> dict[str, type]:
