@@ -70,7 +70,7 @@ def main(n: int = 10_000) -> list:
 def both_cores_rows(predictions: list, references: list, n: int = 200_000, rounds: int = 3) -> list:
     """``score_batch(workers=2)`` against ``workers=1``, interleaved, best of ``rounds`` each."""
     from opik_metrics import ROUGE
-    from opik_metrics.metrics.parallel import available_cores
+    from opik_metrics.execution.worker_pools import available_cores
 
     if available_cores() < 2:
         print("both cores: skipped, this machine lets the process use one core")

@@ -272,7 +272,7 @@ def peer_both_cores_rows(n: int, rounds: int = 3) -> list:
     import opik  # noqa: F401
 
     from opik_metrics import ROUGE
-    from opik_metrics.metrics.parallel import available_cores
+    from opik_metrics.execution.worker_pools import available_cores
 
     peer = _peer("rouge_score_rs", "rouge-score-rs")
     if peer is None or available_cores() < 2:

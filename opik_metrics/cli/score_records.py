@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import aggregate_label, metric_recipe, wants_every_reference
 from opik_metrics.core.table import format_table, one_line
-from opik_metrics.core.worker_pools import available_cores
+from opik_metrics.execution.worker_pools import available_cores
 
 if TYPE_CHECKING:
     from opik_metrics.streams.run import Engine

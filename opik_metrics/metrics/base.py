@@ -18,7 +18,7 @@ from opik_metrics.metrics.opik_results import scoring_inputs
 from opik_metrics.metrics.server_range import SCORE_LIMIT, mark_unstorable, unsent, value_of
 
 if TYPE_CHECKING:
-    from opik_metrics.metrics.parallel import Kernel
+    from opik_metrics.execution.kernels import Kernel
 
 ScoreResult = _opik.ScoreResult      # the very class ``opik.evaluation.metrics.score_result`` exports
 
@@ -274,28 +274,30 @@ class ReferenceMetric(PackMetric):
         """Score many items at once; ``references[i]`` is a string or a list of strings.
 
         ``workers``: processes for a metric with a kernel (ROUGE); None uses every core for a batch
-        of at least ``metrics.parallel.PARALLEL_MIN_ITEMS`` items. Numbers and order are the same
-        either way. As with ``multiprocessing``, a script that calls it at top level on a system
-        where processes are spawned needs the ``if __name__ == "__main__":`` guard (or ``workers=1``).
+        of at least ``execution.kernels.PARALLEL_MIN_ITEMS`` items. Numbers and order are the same
+        either way. The processes are those of the ``with execution.ScoringContext():`` block around
+        the call (kept for its later batches), or started for this call alone outside any. As with
+        ``multiprocessing``, a script that calls it at top level on a system where processes are
+        spawned needs the ``if __name__ == "__main__":`` guard (or ``workers=1``).
         """
-        from opik_metrics.metrics import parallel
+        from opik_metrics.execution import kernels
 
-        parallel.check_workers(workers)
+        kernels.check_workers(workers)
         with collector_paused(_length(outputs)):     # the input checks too: they make a list per item
             outs, refs = require_batch(outputs, references)
             if refs is None:
                 raise MetricInputError(f"{self.name} needs references: pass references=[...]")
             if not outs:
                 return []
-            processes = parallel.resolve_workers(workers, len(outs))
+            processes = kernels.resolve_workers(workers, len(outs))
             kernel = self._batch_kernel() if processes > 1 else None
             if kernel is not None:
                 try:
                     results: list[list[ScoreResult]] = []
-                    for start, stop, values in parallel.run_kernel(kernel, outs, refs, processes):
+                    for start, stop, values in kernels.run_kernel(kernel, outs, refs, processes):
                         results += self._results_from_kernel(outs[start:stop], refs[start:stop], values)
                     return self._storable(results)
-                except parallel.StayInProcess:     # nothing of a partial run is kept
+                except kernels.StayInProcess:     # nothing of a partial run is kept
                     pass
             return self._storable(self._score_items(outs, refs))
 

@@ -28,16 +28,16 @@ def collector_paused(n_items: int = 0) -> Iterator[None]:
     was_enabled = gc.isenabled()
     promote = _GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
     if promote:
-        from opik_metrics.core.worker_pools import no_other_threads   # only here: it imports multiprocessing
+        from opik_metrics.execution.context import other_threads_than_ours   # only here: it imports multiprocessing
 
-        promote = no_other_threads()
+        promote = not other_threads_than_ours()
     if promote:
         gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0 and no_other_threads():
+        if promote and gc.get_freeze_count() == 0 and not other_threads_than_ours():
             gc.freeze()
             gc.unfreeze()
         if was_enabled:

@@ -8,7 +8,7 @@ import math
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from opik_metrics.core import facts_of
-from opik_metrics.core.worker_pools import WorkerPool
+from opik_metrics.execution.worker_pools import WorkerPool, choose_start_method
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.sources import Chunk, ChunkRef, Source
 
@@ -56,17 +56,22 @@ def _score(ref: ChunkRef) -> Any:
 
 
 class ProcessEngine:
-    """Scores a streamed run's chunks in ``workers`` processes, started as ``core.worker_pools``
-    says (a factory that builds models gets forkserver workers). ``factory`` must pickle (a
-    module-level function, a ``functools.partial``, a ``MetricRecipe``); a run of one or two
-    chunks stays in this process."""
+    """Scores a streamed run's chunks in ``workers`` processes, a pool started for the run and
+    stopped with it. ``start_method``: "fork", "forkserver" or "spawn"; None: as
+    ``execution.choose_start_method`` decides (a factory that builds models gets forkserver
+    workers). ``factory`` must pickle (a module-level function, a ``functools.partial``, a
+    ``MetricRecipe``); a run of one or two chunks stays in this process."""
 
     name = "processes"
 
-    def __init__(self, factory: MetricFactory, workers: int, groups_per_worker: int = 8) -> None:
+    def __init__(self, factory: MetricFactory, workers: int, groups_per_worker: int = 8, *,
+                 start_method: str | None = None) -> None:
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if start_method is not None:
+            choose_start_method(start_method, builds_models=True)      # checked now, not when the run starts
         self.factory, self.workers, self.groups_per_worker = factory, workers, groups_per_worker
+        self.start_method = start_method
         self._metrics: list | None = None
 
     def _here(self) -> list:
@@ -92,6 +97,7 @@ class ProcessEngine:
             return
         groups = group_refs(refs, self.workers * self.groups_per_worker)
         builds_models = getattr(self.factory, "loads_model", True)   # a factory that does not say may
-        with WorkerPool(self.workers, builds_models=builds_models, kept=False, initializer=_start,
+        method = choose_start_method(self.start_method, builds_models=builds_models)
+        with WorkerPool(self.workers, start_method=method, kept=False, initializer=_start,
                         initargs=(self.factory, source, fields, chunk_size)) as pool:
             yield from pool.map(_score, groups)    # Arrow tables go to the output as they are

@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from opik_metrics import ROUGE
-from opik_metrics.core import worker_pools
+from opik_metrics.execution import context as scoring_context
 from opik_metrics.metrics import collector
 from opik_metrics.metrics.collector import collector_paused
 from tests.corpus import realistic_pairs
@@ -31,7 +31,7 @@ def _batch(n):
 def collector_on(monkeypatch):
     """The collector on, and no thread of another test counted as running here (threads are
     their own test below)."""
-    monkeypatch.setattr(worker_pools, "no_other_threads", lambda: True)
+    monkeypatch.setattr(scoring_context, "other_threads_than_ours", lambda: False)
     was = gc.isenabled()
     gc.enable()
     yield

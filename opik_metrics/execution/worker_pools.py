@@ -1,10 +1,10 @@
-"""The one policy for the pack's worker processes, used by ``score_batch``'s kept pool and by the
-file engine's pools alike.
+"""The pack's worker processes: one pool class and the one place its start method is decided.
 
-- Start method: fork while this process runs no Python thread but the caller's and our pools'
-  own, and the workers build no model (fast; ``__main__`` is not imported again); otherwise
-  forkserver, so that nothing of this process (a lock another thread holds, a loaded model,
-  torch's thread pools) is inherited.
+- Start method: an explicit parameter. Left to us (None), ``choose_start_method`` picks fork
+  where forking is safe and cheap (the workers build no model, and this process runs no Python
+  thread but the caller's and those of pools the caller owns: ``__main__`` is not imported
+  again), else forkserver, so that nothing of this process (a lock another thread holds, a
+  loaded model, torch's thread pools) is inherited.
 - Every worker starts with the collector on (a fork inherits a paused one) and leaves within a
   second of the death of the process that made the pool (kill -9 included).
 - Ctrl-C belongs to the parent: workers of a pool kept between calls ignore it, so that an idle
@@ -23,16 +23,7 @@ from typing import Any, Callable, Iterator
 
 from opik_metrics.core.processes import pid_alive
 
-_pool_threads: dict[int, frozenset[threading.Thread]] = {}   # by id of a pool: the threads it started here
-
-
-def _forget_pools() -> None:
-    """In a forked child: the parent's pools are not ours (their threads did not come along)."""
-    _pool_threads.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
+START_METHODS = ("fork", "forkserver", "spawn")
 
 
 def available_cores() -> int:
@@ -43,19 +34,22 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def pool_threads() -> int:
-    """Threads our pools run in this process (each pool's manager and queue feeder threads)."""
-    return sum(1 for threads in list(_pool_threads.values()) for t in threads if t.is_alive())
+def no_other_threads(own_threads: int = 0) -> bool:
+    """Whether this process runs no Python thread but the calling one and ``own_threads`` that the
+    caller's pools run (see ``WorkerPool.threads``)."""
+    return threading.active_count() - own_threads == 1
 
 
-def no_other_threads() -> bool:
-    """Whether this process runs no Python thread but the calling one and our pools'."""
-    return threading.active_count() - pool_threads() == 1
-
-
-def start_method(builds_models: bool) -> str:
-    """"fork" where forking is safe and cheap (see the module docstring), else "forkserver"."""
-    if os.name == "posix" and not builds_models and no_other_threads():
+def choose_start_method(requested: str | None, *, builds_models: bool, own_threads: int = 0) -> str:
+    """``requested`` when given (checked), else "fork" where forking is safe and cheap (see the
+    module docstring), else "forkserver"."""
+    if requested is not None:
+        if requested not in START_METHODS or requested not in multiprocessing.get_all_start_methods():
+            usable = [m for m in START_METHODS if m in multiprocessing.get_all_start_methods()]
+            raise ValueError(f"start_method must be one of {', '.join(usable)} (or None: chosen for you), "
+                             f"got {requested!r}")
+        return requested
+    if os.name == "posix" and not builds_models and no_other_threads(own_threads):
         return "fork"
     return "forkserver"
 
@@ -68,17 +62,24 @@ def in_a_worker() -> bool:
 
 
 class WorkerPool:
-    """A ``ProcessPoolExecutor`` started by the policy above. ``initializer(*initargs)`` runs in each
-    worker after the policy's own start; ``kept``: the pool outlives one call (its workers ignore
-    Ctrl-C)."""
+    """A ``ProcessPoolExecutor`` of ``workers`` processes started by ``start_method`` (see
+    ``choose_start_method``). ``initializer(*initargs)`` runs in each worker after the pool's own
+    start; ``kept``: the pool outlives one call (its workers ignore Ctrl-C)."""
 
-    def __init__(self, workers: int, *, builds_models: bool, kept: bool,
+    def __init__(self, workers: int, *, start_method: str, kept: bool,
                  initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> None:
-        self.method = start_method(builds_models)
+        self.method = choose_start_method(start_method, builds_models=True)
+        self.owner = os.getpid()
         self._before: set[threading.Thread] | None = set(threading.enumerate())
+        self._threads: frozenset[threading.Thread] = frozenset()
         self.executor = ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context(self.method), initializer=_start_worker,
             initargs=(os.getpid(), kept, initializer, initargs))
+
+    @property
+    def threads(self) -> int:
+        """Threads this pool runs in this process (its manager and queue feeder), once it has started."""
+        return sum(1 for t in self._threads if t.is_alive())
 
     def submit(self, function: Callable, *args: Any) -> Future:
         """``executor.submit``. The threads the pool starts in this process are noted when its first
@@ -86,9 +87,11 @@ class WorkerPool:
         future = self.executor.submit(function, *args)
         if self._before is not None:
             before, self._before = self._before, None
-            future.add_done_callback(lambda _: _pool_threads.__setitem__(
-                id(self), frozenset(set(threading.enumerate()) - before)))
+            future.add_done_callback(lambda _: self._note_threads(before))
         return future
+
+    def _note_threads(self, before: set[threading.Thread]) -> None:
+        self._threads = frozenset(set(threading.enumerate()) - before)
 
     def map(self, function: Callable, items: Any) -> Iterator[Any]:
         """``function`` of each item, in order."""
@@ -97,7 +100,7 @@ class WorkerPool:
 
     def close(self, *, wait: bool) -> None:
         """Stop the pool: what has not started is cancelled; ``wait`` for the workers to exit."""
-        _pool_threads.pop(id(self), None)
+        self._threads = frozenset()
         self.executor.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> "WorkerPool":

@@ -15,8 +15,8 @@ import pytest
 from rouge_score import rouge_scorer
 
 from opik_metrics import ROUGE, BLEU
-from opik_metrics.core import worker_pools
-from opik_metrics.metrics import parallel
+from opik_metrics.execution import ScoringContext
+from opik_metrics.execution import kernels as parallel
 from tests.corpus import realistic_pairs
 
 
@@ -65,11 +65,10 @@ def test_processes_equal_rouge_score():
 
 
 def test_workers_are_chosen_by_batch_size_and_checked(monkeypatch):
-    monkeypatch.setattr(worker_pools, "no_other_threads", lambda: True)
+    monkeypatch.setattr(parallel, "choose_start_method", lambda *a, **k: "fork")
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS - 1) == 1
     assert parallel.resolve_workers(None, parallel.PARALLEL_MIN_ITEMS) == parallel.available_cores()
-    monkeypatch.setattr(worker_pools, "no_other_threads", lambda: False)     # threads: only when asked for
-    monkeypatch.setattr(parallel, "_pools", {})
+    monkeypatch.setattr(parallel, "choose_start_method", lambda *a, **k: "forkserver")   # threads: only when asked
     assert parallel.resolve_workers(None, 10 * parallel.PARALLEL_MIN_ITEMS) == 1
     assert parallel.resolve_workers(3, 10) == 3
     for bad in (0, -1, 1.5, True, "2"):
@@ -95,30 +94,43 @@ def test_metrics_without_a_kernel_score_here(monkeypatch):
     assert got[0][0].value == pytest.approx(1.0)
 
 
-def test_the_pools_own_threads_do_not_count_against_forking():
-    for pool in list(parallel._pools.values()):  # a fresh pool: its threads start during the batch
-        parallel._drop(pool)
-    before = set(threading.enumerate())
-    ROUGE(track=False).score_batch(*_batch(), workers=2)
-    started = [t for t in set(threading.enumerate()) - before if t.is_alive()]
-    # the threads the batch started are the pool's own (threads of other tests may end meanwhile)
-    assert parallel._pools and 0 < len(started) <= worker_pools.pool_threads()
-    assert threading.active_count() - worker_pools.pool_threads() <= len(before)
-
-
-def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced(monkeypatch):
+def test_a_context_keeps_its_pool_for_later_batches_and_stops_it_at_the_end():
     preds, references = _batch()
     metric = ROUGE(track=False)
     want = _as_tuples(metric.score_batch(preds, references, workers=1))
-    metric.score_batch(preds, references, workers=2)
-    pool = parallel._pools[2]
-    for process in list(pool.executor._processes.values()):
-        os.kill(process.pid, signal.SIGKILL)
-    with pytest.warns(UserWarning, match="worker process died"):
+    with ScoringContext() as context:
         assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
-    assert 2 not in parallel._pools                                    # the broken pool is dropped
-    assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
-    assert parallel._pools[2] is not pool
+        pool = context.pool(2)
+        workers = {p.pid for p in pool.executor._processes.values()}  # noqa: SLF001  which processes scored
+        assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+        assert context.pool(2) is pool and {p.pid for p in pool.executor._processes.values()} == workers  # noqa: SLF001
+    assert not context.has_pools()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(os.getpid)
+
+
+def test_outside_a_context_a_batch_stops_the_pool_it_started():
+    before = set(threading.enumerate())
+    children = len(multiprocessing.active_children())
+    ROUGE(track=False).score_batch(*_batch(), workers=2)
+    assert len(multiprocessing.active_children()) == children          # its workers have exited
+    assert [t for t in set(threading.enumerate()) - before if t.is_alive()] == []
+
+
+def test_a_dead_worker_costs_one_serial_batch_and_the_pool_is_replaced():
+    preds, references = _batch()
+    metric = ROUGE(track=False)
+    want = _as_tuples(metric.score_batch(preds, references, workers=1))
+    with ScoringContext() as context:
+        metric.score_batch(preds, references, workers=2)
+        pool = context.pool(2)
+        for process in list(pool.executor._processes.values()):  # noqa: SLF001  the workers to kill
+            os.kill(process.pid, signal.SIGKILL)
+        with pytest.warns(UserWarning, match="worker process died"):
+            assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+        assert not context.has_pools()                                  # the broken pool is dropped
+        assert _as_tuples(metric.score_batch(preds, references, workers=2)) == want
+        assert context.pool(2) is not pool
 
 
 def test_two_threads_with_different_worker_counts_do_not_cancel_each_other():
@@ -145,22 +157,25 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     signal.alarm(60)
     from opik_metrics import ROUGE
-    from opik_metrics.metrics import parallel
+    from opik_metrics.execution import ScoringContext, current_context
+    from opik_metrics.execution import kernels
     from tests.corpus import realistic_pairs
     preds, refs = realistic_pairs(6000, seed=3)
     metric = ROUGE(track=False)
     want = [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=1)]
-    assert [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
-    pid = os.fork()
-    if pid == 0:     # a child forked after the pool exists starts its own
-        ok = [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
-        os._exit(0 if ok else 3)
-    _, status = os.waitpid(pid, 0)
-    print("child", os.waitstatus_to_exitcode(status), "in-pool", parallel.resolve_workers(2, 10 ** 6))
+    with ScoringContext() as context:
+        assert [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
+        pid = os.fork()
+        if pid == 0:     # a child forked inside the context does not use its parent's pool
+            ok = current_context() is None and \
+                [[r.value for r in x] for x in metric.score_batch(preds, refs, workers=2)] == want
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status), "in-pool", kernels.resolve_workers(2, 10 ** 6))
 """)
 
 
-def test_a_process_forked_after_the_pool_exists_scores_with_its_own_pool():
+def test_a_process_forked_inside_a_context_scores_with_its_own_pool():
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.split() == ["child", "0", "in-pool", "2"], done.stderr[-2000:]
@@ -177,10 +192,10 @@ def test_slices_in_flight_are_bounded(monkeypatch):
     """Two slices a worker are handed out ahead, not the whole batch at once."""
     monkeypatch.setattr(parallel, "MIN_SLICE", 100)
     monkeypatch.setattr(parallel, "SLICES_PER_WORKER", 4)
-    real, submitted = parallel._pool, []
+    real, submitted = ScoringContext.pool, []
 
-    def spy(workers):
-        pool = real(workers)
+    def spy(context, workers):
+        pool = real(context, workers)
 
         class Counting:
             method = pool.method
@@ -190,7 +205,7 @@ def test_slices_in_flight_are_bounded(monkeypatch):
                 return pool.submit(*args)
         return Counting()
 
-    monkeypatch.setattr(parallel, "_pool", spy)
+    monkeypatch.setattr(ScoringContext, "pool", spy)
     preds, refs = realistic_pairs(3_000, seed=24)
     ranges = parallel.slices(3_000, 2)
     spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel(), preds, [[r] for r in refs], 2)

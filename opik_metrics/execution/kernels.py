@@ -2,21 +2,21 @@
 kernel (a picklable recipe of its engine) on slices of the batch and hand back compact values;
 this process builds the ScoreResults from them, in order. The same kernel code computes the
 serial path's numbers, so both are identical. Text metrics are Python-bound: processes, not
-threads, use the cores."""
+threads, use the cores. The processes are the current ``ScoringContext``'s, or started for the
+one batch outside any."""
 from __future__ import annotations
 
 import hashlib
 import math
 import operator
-import os
 import pickle
-import threading
 import warnings
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from opik_metrics.core.worker_pools import WorkerPool, available_cores, in_a_worker, start_method
+from opik_metrics.execution.context import ScoringContext, current_context
+from opik_metrics.execution.worker_pools import available_cores, choose_start_method, in_a_worker
 
 #: Below this many items a batch stays in this process: a slice's round trip would cost more.
 PARALLEL_MIN_ITEMS = 20_000
@@ -26,9 +26,7 @@ PARALLEL_MIN_ITEMS = 20_000
 SLICES_PER_WORKER = 16
 MIN_SLICE = 2_000
 
-_pools: dict[int, WorkerPool] = {}      # by size, kept for later batches
-_pools_lock = threading.Lock()
-_kernels: dict[str, Callable] = {}
+_kernels: dict[str, Callable] = {}      # in a worker process: the kernels it has unpickled, by their pickle's hash
 
 __all__ = ["PARALLEL_MIN_ITEMS", "Kernel", "StayInProcess", "available_cores", "check_workers", "resolve_workers",
            "run_kernel", "slices"]
@@ -44,15 +42,6 @@ class Kernel(Protocol):
 class StayInProcess(Exception):
     """The batch is scored in this process instead (why: the message); raised before any slice
     has been handed back, so the caller starts over serially and nothing is mixed."""
-
-
-def _forget_pools() -> None:
-    """In a forked child: the parent's pools are not ours."""
-    _pools.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def check_workers(workers: Any) -> int | None:
@@ -79,25 +68,13 @@ def resolve_workers(workers: int | None, items: int) -> int:
     if in_a_worker():
         return 1
     if count is None:
-        forkable = start_method(builds_models=False) == "fork"
-        return available_cores() if items >= PARALLEL_MIN_ITEMS and (_pools or forkable) else 1
+        if items < PARALLEL_MIN_ITEMS:
+            return 1
+        context = current_context()
+        if context is not None:
+            return available_cores() if context.has_pools() or context.would_fork() else 1
+        return available_cores() if choose_start_method(None, builds_models=False) == "fork" else 1
     return count
-
-
-def _pool(workers: int) -> WorkerPool:
-    """The kept pool of ``workers`` processes (a broken one is dropped by ``run_kernel``)."""
-    with _pools_lock:
-        if workers not in _pools:
-            _pools[workers] = WorkerPool(workers, builds_models=False, kept=True)
-        return _pools[workers]
-
-
-def _drop(pool: WorkerPool) -> None:
-    with _pools_lock:
-        for size, kept in list(_pools.items()):
-            if kept is pool:
-                del _pools[size]
-    pool.close(wait=False)
 
 
 def _run(key: str, blob: bytes, outputs: list, references: list) -> Any:
@@ -117,16 +94,27 @@ def slices(items: int, workers: int) -> list[tuple[int, int]]:
 
 def run_kernel(kernel: Kernel, outputs: Sequence[str], references: Sequence[Any],
                workers: int) -> Iterator[tuple[int, int, Any]]:
-    """``(start, stop, values)`` for each slice, in order, as the workers finish them. Raises
-    ``StayInProcess`` when processes would not help (one slice), when the kernel names code of a
-    ``__main__`` that forkserver workers cannot import, or when a worker died (the pool is
-    replaced for the next batch): the caller then scores the whole batch in its own process."""
+    """``(start, stop, values)`` for each slice, in order, as the workers finish them, on the
+    current ``ScoringContext``'s pool (or one started for this batch). Raises ``StayInProcess``
+    when processes would not help (one slice), when the kernel names code of a ``__main__`` that
+    forkserver workers cannot import, or when a worker died (the context drops the pool, the next
+    batch starts another): the caller then scores the whole batch in its own process."""
     ranges = slices(len(outputs), workers)
     if len(ranges) < 2:
         raise StayInProcess("one slice")
+    context = current_context()
+    if context is not None:
+        yield from _run_slices(context, kernel, outputs, references, workers, ranges)
+        return
+    with ScoringContext() as context:                 # this batch's own pool, stopped when it ends
+        yield from _run_slices(context, kernel, outputs, references, workers, ranges)
+
+
+def _run_slices(context: ScoringContext, kernel: Kernel, outputs: Sequence[str], references: Sequence[Any],
+                workers: int, ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int, Any]]:
     blob = pickle.dumps(kernel)
     key = hashlib.sha1(blob).hexdigest()
-    pool = _pool(min(workers, len(ranges)))
+    pool = context.pool(min(workers, len(ranges)))
     if pool.method != "fork" and b"__main__" in blob:
         raise StayInProcess("the kernel names code of __main__, which forkserver workers cannot import")
     ahead = 2 * min(workers, len(ranges))      # slices in flight: the input is not copied all at once
@@ -142,7 +130,7 @@ def run_kernel(kernel: Kernel, outputs: Sequence[str], references: Sequence[Any]
                 futures.append(pool.submit(_run, key, blob, list(outputs[a:b]), list(references[a:b])))
             yield start, stop, values
     except BrokenProcessPool:
-        _drop(pool)
+        context.drop(pool)
         warnings.warn("a scoring worker process died; this batch is scored again in this process", stacklevel=3)
         raise StayInProcess("a worker process died") from None
     finally:
