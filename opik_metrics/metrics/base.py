@@ -1,18 +1,20 @@
 """The metric contract every metric of the pack follows, on top of Opik's ``BaseMetric``:
 ``score`` / ``score_batch`` give ScoreResults; ``facts`` states direction, scale, bounds, corpus
-score and signature; ``statistics`` / ``from_statistics`` / ``corpus_score`` give corpus scores
-from summable per-item statistics; ``experiment_score`` is the same for ``opik.evaluate``.
+score and signature; ``corpus_score`` and ``experiment_score`` (for ``opik.evaluate``) give the
+corpus score, from summable per-item statistics (``StatisticsMetric``: ``statistics`` /
+``from_statistics``) or from the whole set at once (``WholeSetMetric``).
 """
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+import functools
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
-from opik_metrics.metrics.card import MetricCard, register
+from opik_metrics.metrics.card import MetricCard, register, with_constructor_defaults
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.opik_results import scoring_inputs
 from opik_metrics.metrics.server_range import SCORE_LIMIT, mark_unstorable, unsent, value_of
@@ -36,27 +38,46 @@ def _length(items: Any) -> int:
         return 0
 
 
+class ExperimentItems(NamedTuple):
+    """The test results of an experiment that give a metric its inputs: their positions, the
+    inputs in the form ``statistics`` / ``corpus_score`` take them, and why each other one was left out."""
+
+    positions: list[int]
+    outputs: list[str]
+    references: Any
+    left_out: list[str]
+
+
 class PackMetric(_opik.BaseMetric, abc.ABC):
-    """A metric of this pack: Opik's ``BaseMetric`` plus the facts and statistics it states.
+    """A metric of this pack: Opik's ``BaseMetric`` plus the facts it states and its corpus score.
 
     It subclasses the lightweight ``BaseMetric`` the opik wheel ships (``_opik``, the base of
     ``opik.evaluation.metrics.BaseMetric``) so that scoring text never pays ``import opik`` (6 s);
     ``track=True`` adds what Opik's full class adds (see ``metrics/tracking.py``).
 
-    Subclasses set ``self.signature`` before calling ``__init__`` and say which scores they emit
-    (``_score_facts``) and, when they have one, how their corpus score is made (``_corpus_facts``).
+    A metric's corpus score comes either from summable per-item statistics (``StatisticsMetric``,
+    the base of ``ReferenceMetric`` and ``ReferenceFreeMetric``) or from the whole set at once
+    (``WholeSetMetric``). Subclasses set ``self.signature`` and say which scores they emit
+    (``_score_facts``); ``facts`` is stated from these on first use, so a subclass may set its
+    state before or after calling ``__init__``.
     """
 
     #: Direction of the main score; every score's own direction is in ``facts``.
     higher_is_better: bool = True
     #: Its entry in the catalog and its command-line options; a class with one registers itself.
+    #: An option that gives no default takes the constructor's (``card.with_constructor_defaults``).
     card: ClassVar[MetricCard | None] = None
+    #: The constructor's default ``name``: under it a multi-score metric's scores keep their plain
+    #: names (``BERTF1``); under any other they are prefixed with it (``_scored_name``).
+    default_name: ClassVar[str | None] = None
+    signature: Signature
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("card") is not None:
+        card = cls.__dict__.get("card")
+        if card is not None:
+            cls.card = with_constructor_defaults(card, cls)
             register(cls)
-    signature: Signature
 
     def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -67,35 +88,41 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         if track:
             from opik_metrics.metrics.tracking import track_scoring
             track_scoring(self, project_name, PackMetric)
-        self.facts = MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
-                                 scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
-                                 corpus=self._corpus_facts(), signature=self.signature,
-                                 more_corpora=tuple(self._more_corpus_facts()))
-        self._range_checked = not all(_within_server_range(f.bounds) for f in self.facts.scores)
 
     # -- what the metric states -------------------------------------------------------------
+
+    @functools.cached_property
+    def facts(self) -> MetricFacts:
+        """Everything the metric states (direction, scale, bounds, corpus score, signature), made on
+        first use from ``name``, ``signature`` and the ``_score_facts`` / corpus hooks."""
+        return MetricFacts(metric=self.name, kind=f"{type(self).__module__}.{type(self).__qualname__}",
+                           scores=tuple(self._score_facts()), higher_is_better=self.higher_is_better,
+                           signature=self.signature, **self._corpus_facts_fields())
+
+    @functools.cached_property
+    def _range_checked(self) -> bool:
+        """Whether results need a look against the server's range: not when the facts bound every
+        score within it."""
+        return not all(_within_server_range(f.bounds) for f in self.facts.scores)
+
+    def _restate_facts(self) -> None:
+        """Forget the facts so that they are stated again on next use (a metric whose signature
+        changed: a corpus context fitted after it was built)."""
+        for made in ("facts", "_range_checked"):
+            self.__dict__.pop(made, None)
 
     @abc.abstractmethod
     def _score_facts(self) -> Sequence[ScoreFacts]:
         """The scores ``score`` emits, in the order it emits them (parts flagged ``part=True``)."""
 
-    def _corpus_facts(self) -> CorpusFacts | None:
-        """How the corpus score is made from the items' statistics (None: no corpus score)."""
-        return None
-
-    def _more_corpus_facts(self) -> Sequence[CorpusFacts]:
-        """Further corpus scores from the same statistics (a suite's: COCO's corpus Bleu_1..3, ...)."""
-        return ()
+    @abc.abstractmethod
+    def _corpus_facts_fields(self) -> dict[str, Any]:
+        """The corpus scores' part of ``facts``, as ``MetricFacts`` keyword arguments."""
 
     def _scored_name(self, default: str) -> str:
         """A score's name: ``default`` under the default metric name, else prefixed with ``name``
         so that two instances of one multi-score metric in one experiment stay apart."""
-        return default if self.name == self._default_name() else f"{self.name}_{default}"
-
-    @classmethod
-    def _default_name(cls) -> str:
-        import inspect
-        return inspect.signature(cls.__init__).parameters["name"].default
+        return default if self.name == self.default_name else f"{self.name}_{default}"
 
     # -- scoring ----------------------------------------------------------------------------
 
@@ -124,7 +151,86 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         """Fit the corpus context on every reference of the set (one entry per item)."""
         raise MetricInputError(f"{self.name} has no corpus context to fit")
 
-    # -- summable statistics and the corpus score --------------------------------------------
+    # -- the corpus score --------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def corpus_score(self, outputs: Sequence[str],
+                     references: Sequence[Any] | None = None) -> ScoreResult | list[ScoreResult]:
+        """The corpus score of aligned outputs and references (a list for a metric with several)."""
+
+    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:
+        """The corpus score for ``opik.evaluate(experiment_scoring_functions=[...])``, made by
+        ``_experiment_corpus``. A test result that cannot give the metric its inputs is left out,
+        and the reason says which."""
+        if not test_results:
+            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
+        made, left_out = self._experiment_corpus(test_results)
+        if made is None:
+            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
+        return self._noting(made, left_out, len(test_results))
+
+    @abc.abstractmethod
+    def _experiment_corpus(self, test_results: Sequence[Any]) -> tuple[ScoreResult | list[ScoreResult] | None,
+                                                                       list[str]]:
+        """The corpus score of ``test_results`` (None when none could be scored) and why each test
+        result left out was (``_experiment_items`` finds both)."""
+
+    def _experiment_items(self, test_results: Sequence[Any], positions: Sequence[int]) -> ExperimentItems:
+        """The inputs of the test results at ``positions`` that give this metric its inputs."""
+        kept, left_out = self._usable(test_results, positions)
+        if not kept:
+            return ExperimentItems([], [], None, left_out)
+        outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
+        return ExperimentItems(kept, outputs, references, left_out)
+
+    def _usable(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[int], list[str]]:
+        """The positions whose test result gives this metric its inputs, and why each other one does not."""
+        kept, left_out = [], []
+        for k in positions:
+            try:
+                self._experiment_inputs([test_results[k]], [k])
+            except MetricInputError as exc:
+                left_out.append(str(exc))
+            else:
+                kept.append(k)
+        return kept, left_out
+
+    @staticmethod
+    def _noting(made: ScoreResult | list[ScoreResult], left_out: Sequence[str],
+                total: int) -> ScoreResult | list[ScoreResult]:
+        """A corpus score whose reason says which test results were left out and why."""
+        if left_out:
+            shown = "; ".join(left_out[:3]) + ("; ..." if len(left_out) > 3 else "")
+            note = f"{len(left_out)} of {total} test results left out: {shown}"
+            for result in made if isinstance(made, list) else [made]:
+                result.reason = f"{result.reason}; {note}" if result.reason else note
+        return made
+
+    @abc.abstractmethod
+    def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
+        """The outputs and references (or what stands for them) of test results, validated; a
+        MetricInputError names the item (its position) and the field."""
+
+
+class StatisticsMetric(PackMetric):
+    """A metric whose corpus score is made from summable per-item statistics (sacrebleu's
+    ``_extract_corpus_statistics`` / ``_compute_score_from_stats``): ``statistics`` gives one per
+    item, ``from_statistics`` the corpus score of their sum, and ``corpus_score`` is exactly
+    ``from_statistics(sum(statistics(...)))``. The bootstrap resamples them; Ray reduces them.
+
+    Subclasses say how the corpus score is made (``_corpus_facts``; None: the metric has none).
+    """
+
+    def _corpus_facts_fields(self) -> dict[str, Any]:
+        return {"corpus": self._corpus_facts(), "more_corpora": tuple(self._more_corpus_facts())}
+
+    def _corpus_facts(self) -> CorpusFacts | None:
+        """How the corpus score is made from the items' statistics (None: no corpus score)."""
+        return None
+
+    def _more_corpus_facts(self) -> Sequence[CorpusFacts]:
+        """Further corpus scores from the same statistics (a suite's: COCO's corpus Bleu_1..3, ...)."""
+        return ()
 
     def _require_corpus(self) -> CorpusFacts:
         if self.facts.corpus is None:
@@ -196,25 +302,17 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
             raise MetricInputError(f"the corpus score of {self.name} needs at least one item")
         return self.from_statistics(sum(stats[1:], stats[0]))
 
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:
-        """The corpus score for ``opik.evaluate(experiment_scoring_functions=[...])``: reuses the
-        item results Opik already logged (same name and signature), scores only the missing ones. A
-        test result that cannot give the metric its inputs is left out, and the reason says which."""
-        if not test_results:
-            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
+    def _experiment_corpus(self, test_results: Sequence[Any]) -> tuple[ScoreResult | list[ScoreResult] | None,
+                                                                       list[str]]:
+        """Reuses the item results Opik already logged (same name and signature) and scores only the
+        missing ones."""
         stats = [self._logged_statistics(test_result) for test_result in test_results]
-        missing = [k for k, s in enumerate(stats) if s is None]
-        left_out: list[str] = []
-        if missing:
-            kept, left_out = self._usable(test_results, missing)
-            if kept:
-                outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
-                for k, item_stats in zip(kept, self.statistics(outputs, references)):
-                    stats[k] = item_stats
+        items = self._experiment_items(test_results, [k for k, s in enumerate(stats) if s is None])
+        if items.positions:
+            for k, item_stats in zip(items.positions, self.statistics(items.outputs, items.references)):
+                stats[k] = item_stats
         present = [s for s in stats if s is not None]
-        if not present:
-            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
-        return self._noting(self.from_statistics(sum(present[1:], present[0])), left_out, len(test_results))
+        return (self.from_statistics(sum(present[1:], present[0])) if present else None), items.left_out
 
     def _logged_statistics(self, test_result: Any) -> Statistics | None:
         """The statistics of this configuration's results Opik logged for one test result (None: none)."""
@@ -223,40 +321,34 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         except (MetricInputError, KeyError):
             return None
 
-    def _usable(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[int], list[str]]:
-        """The positions whose test result gives this metric its inputs, and why each other one does not."""
-        kept, left_out = [], []
-        for k in positions:
-            try:
-                self._experiment_inputs([test_results[k]], [k])
-            except MetricInputError as exc:
-                left_out.append(str(exc))
-            else:
-                kept.append(k)
-        return kept, left_out
 
-    @staticmethod
-    def _noting(made: ScoreResult | list[ScoreResult], left_out: Sequence[str],
-                total: int) -> ScoreResult | list[ScoreResult]:
-        """A corpus score whose reason says which test results were left out and why."""
-        if left_out:
-            shown = "; ".join(left_out[:3]) + ("; ..." if len(left_out) > 3 else "")
-            note = f"{len(left_out)} of {total} test results left out: {shown}"
-            for result in made if isinstance(made, list) else [made]:
-                result.reason = f"{result.reason}; {note}" if result.reason else note
-        return made
+class WholeSetMetric(PackMetric):
+    """A metric whose corpus scores are computed over the whole set at once, from no summable
+    per-item statistics (a Hugging Face ``evaluate`` module's ``compute`` over every item): it has
+    ``corpus_score`` and ``experiment_score`` but no ``statistics``. Its facts name these scores
+    (``whole_set_corpora``); a comparison shows their recorded values but cannot resample them.
 
-    def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
-        outputs, references = [], []
-        for k, tr in zip(positions, test_results):
-            inputs = scoring_inputs(tr)
-            outputs.append(require_text(inputs.get("output"), "output", k))
-            references.append(require_references(inputs.get("reference"), "reference", k))
-        return outputs, references
+    Subclasses say which corpus scores they make (``_whole_set_facts``) and make them (``corpus_score``).
+    """
+
+    def _corpus_facts_fields(self) -> dict[str, Any]:
+        return {"whole_set_corpora": tuple(self._whole_set_facts())}
+
+    @abc.abstractmethod
+    def _whole_set_facts(self) -> Sequence[ScoreFacts]:
+        """The corpus scores ``corpus_score`` makes, in the order it makes them."""
+
+    def _experiment_corpus(self, test_results: Sequence[Any]) -> tuple[ScoreResult | list[ScoreResult] | None,
+                                                                       list[str]]:
+        """``corpus_score`` over the inputs of every test result that gives them."""
+        items = self._experiment_items(test_results, range(len(test_results)))
+        if not items.positions:
+            return None, items.left_out
+        return self.corpus_score(items.outputs, items.references), items.left_out
 
 
-class ReferenceMetric(PackMetric):
-    """A metric that compares ``output`` with one or more references.
+class ReferenceInputs(PackMetric):
+    """How a metric that compares ``output`` with one or more references takes its items.
 
     ``score`` follows Opik's convention (extra dataset fields are ignored); ``score_batch``
     scores many items in one call and returns one ``list[ScoreResult]`` per item.
@@ -316,9 +408,18 @@ class ReferenceMetric(PackMetric):
         """The results of a slice from its kernel values."""
         raise NotImplementedError(f"{type(self).__name__} has no batch kernel")
 
+    def _experiment_inputs(self, test_results: Sequence[Any], positions: Sequence[int]) -> tuple[list[str], Any]:
+        outputs, references = [], []
+        for k, tr in zip(positions, test_results):
+            inputs = scoring_inputs(tr)
+            outputs.append(require_text(inputs.get("output"), "output", k))
+            references.append(require_references(inputs.get("reference"), "reference", k))
+        return outputs, references
 
-class ReferenceFreeMetric(PackMetric):
-    """A metric of ``output`` alone; extra dataset fields (``reference``, ...) are ignored.
+
+class ReferenceFreeInputs(PackMetric):
+    """How a metric of ``output`` alone takes its items; extra dataset fields (``reference``, ...)
+    are ignored.
 
     ``text_field`` picks another scoring input to score instead of ``output`` (e.g. ``"text"``
     for the perplexity of a dataset's held-out text rather than of the task's generation).
@@ -358,6 +459,20 @@ class ReferenceFreeMetric(PackMetric):
     @abc.abstractmethod
     def _score_items(self, outputs: list[str]) -> list[list[ScoreResult]]:
         """Score validated texts; one list of ScoreResults per text, in order."""
+
+
+class ReferenceMetric(ReferenceInputs, StatisticsMetric):
+    """A metric that compares ``output`` with one or more references, its corpus score made from
+    summable per-item statistics (every reference metric of the pack but ``EvaluateMetric``).
+
+    Subclasses set ``self.signature``, declare their scores (``_score_facts``) and, when they have
+    one, their corpus score (``_corpus_facts``), and score validated items (``_score_items``).
+    """
+
+
+class ReferenceFreeMetric(ReferenceFreeInputs, StatisticsMetric):
+    """A metric of ``output`` alone (or of the ``text_field`` input), its corpus score made from
+    summable per-item statistics (perplexity, distillation KL)."""
 
 
 def _register_with_loaded_opik() -> None:

@@ -40,17 +40,18 @@ class BERTScore(ReferenceMetric):
                    "(default: bert_score's model for --lang, roberta-large for English)"),
             Option("--num-layers", "num_layers", kind=int,
                    help="layer whose embeddings are used (default: bert_score's table)"),
-            Option("--lang", "lang", default="en",
-                   help="language of the texts: picks bert_score's default model and baseline (default en)"),
+            Option("--lang", "lang",
+                   help="language of the texts: picks bert_score's default model and baseline (default %(default)s)"),
             Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
             Option("--idf", "idf", action="store_true", help="idf weights from every reference in the files"),
             Option("--rescale-with-baseline", "rescale_with_baseline", action="store_true",
                    help="rescale with bert_score's baseline for --lang and the model"),
             Option("--baseline-path", "baseline_path", implies=(("rescale_with_baseline", True),),
                    help="your own baseline file (LAYER,P,R,F lines); implies rescaling"),
-            Option("--batch-size", "batch_size", kind=int, default=64,
-                   help="sentences embedded at a time (default 64); lower it if the model runs out of memory"),
+            Option("--batch-size", "batch_size", kind=int,
+                   help="sentences embedded at a time (default %(default)s); lower it if the model runs out of memory"),
         ))
+    default_name = "bertscore"
 
     def __init__(
         self,

@@ -32,11 +32,12 @@ class BLEU(SacrebleuFamilyMetric):
 
     card = MetricCard(
         "bleu", "sentence BLEU per item, corpus BLEU in the aggregate", group="BLEU options", options=(
-            Option("--bleu-tokenize", "tokenize", default="13a", help="13a (default), intl, char, zh, none"),
+            Option("--bleu-tokenize", "tokenize", help="13a (default), intl, char, zh, none"),
             LOWERCASE,
-            Option("--smooth-method", "smooth_method", default="exp", choices=("exp", "floor", "add-k", "none"),
-                   help="sacrebleu's smoothing of zero n-gram counts (default exp)"),
+            Option("--smooth-method", "smooth_method", choices=("exp", "floor", "add-k", "none"),
+                   help="sacrebleu's smoothing of zero n-gram counts (default %(default)s)"),
         ))
+    default_name = "bleu"
 
     def __init__(
         self,

@@ -1,8 +1,11 @@
 """What a metric class says about itself to the catalog and the command line: its catalog name, a
 one-line summary, the inputs it needs, and its command-line options with the constructor argument
-each one sets. A class with a ``card`` is registered when it is defined."""
+each one sets. A class with a ``card`` is registered when it is defined; an option's default is
+its constructor argument's default unless the option gives one."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -12,17 +15,33 @@ class OptionsError(ValueError):
     """Command-line options that cannot build the metric (one line, naming the options)."""
 
 
+class _ConstructorDefault:
+    """What an ``Option`` that gives no default holds until its card is bound to its class."""
+
+    def __repr__(self) -> str:
+        return "CONSTRUCTOR_DEFAULT"
+
+
+#: An option's default until its card is bound to its class: then its constructor argument's default.
+CONSTRUCTOR_DEFAULT: Any = _ConstructorDefault()
+
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option: ``flag`` sets the constructor argument ``argument``; the rest is
     argparse's (``kind`` is its ``type``). An option two metrics share (``--lowercase``) is
-    declared alike by both and added once."""
+    declared alike by both and added once.
+
+    ``default``: left out, the constructor's default of ``argument`` (see
+    ``with_constructor_defaults``); None: no default (the constructor's applies when the option
+    is not given). ``help`` may show it as ``%(default)s``, as argparse's help does.
+    """
 
     flag: str
     argument: str
     help: str | None = None
     kind: Callable[[str], Any] | None = None
-    default: Any = None
+    default: Any = CONSTRUCTOR_DEFAULT
     choices: tuple | None = None
     action: str | None = None
     required: bool = False          # the metric cannot be built without it
@@ -39,7 +58,7 @@ class Option:
             settings["action"] = self.action
         if self.kind is not None:
             settings["type"] = self.kind
-        if self.default is not None:
+        if self.default is not None and self.default is not CONSTRUCTOR_DEFAULT:
             settings["default"] = self.default
         if self.choices is not None:
             settings["choices"] = list(self.choices)
@@ -85,6 +104,28 @@ class MetricCard:
         if self.every_reference is not None and self.wants_every_reference(values):
             kwargs[self.every_reference] = references
         return kwargs
+
+
+def with_constructor_defaults(card: MetricCard, metric_class: type) -> MetricCard:
+    """``card`` with every option that gives no default given its argument's default in
+    ``metric_class``'s constructor, so that a default is written once, in the constructor. A flag
+    (an option with an ``action``), a required option, one that ``implies`` other arguments and an
+    argument without a default get none; an argument the constructor does not take is an error."""
+    parameters = inspect.signature(metric_class).parameters
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    options = []
+    for option in card.options:
+        parameter = parameters.get(option.argument)
+        if parameter is None and not open_ended:
+            raise ValueError(f"{metric_class.__qualname__}: option {option.flag} sets {option.argument!r}, "
+                             "which its constructor does not take")
+        if option.default is CONSTRUCTOR_DEFAULT:
+            default = None if parameter is None else parameter.default
+            takes = (default is not inspect.Parameter.empty and option.action is None and not option.required
+                     and not option.implies)
+            option = dataclasses.replace(option, default=default if takes else None)
+        options.append(option)
+    return dataclasses.replace(card, options=tuple(options))
 
 
 _registered: dict[str, type] = {}

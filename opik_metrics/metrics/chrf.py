@@ -44,14 +44,15 @@ class CHRF(SacrebleuFamilyMetric):
     card = MetricCard(
         "chrf", "sentence chrF (chrF++ with --chrf-word-order 2) per item, corpus chrF in the aggregate",
         group="chrF options (sacrebleu's; --lowercase applies too)", options=(
-            Option("--chrf-word-order", "word_order", kind=int, default=0,
+            Option("--chrf-word-order", "word_order", kind=int,
                    help="word n-gram order: 0 chrF (default), 2 chrF++"),
-            Option("--chrf-char-order", "char_order", kind=int, default=6, help="character n-gram order (default 6)"),
-            Option("--chrf-beta", "beta", kind=float, default=2, help="recall weight of the F-score (default 2)"),
+            Option("--chrf-char-order", "char_order", kind=int, help="character n-gram order (default %(default)s)"),
+            Option("--chrf-beta", "beta", kind=float, help="recall weight of the F-score (default %(default)s)"),
             LOWERCASE,
             Option("--chrf-whitespace", "whitespace", action="store_true", help="keep whitespace in character n-grams"),
             Option("--chrf-eps-smoothing", "eps_smoothing", action="store_true", help="chrF++.py's epsilon smoothing"),
         ))
+    default_name = "chrf"
 
     def __init__(
         self,

@@ -45,6 +45,7 @@ class CIDEr(DocumentFrequencyMetric):
         "cider", "CIDEr-D per item and for the corpus (pycocoevalcap's numbers, no Java)",
         group="CIDEr-D and COCO caption options (document frequencies from all the references)",
         options=(CAPTION_TOKENIZE,), every_reference="df_references")
+    default_name = "cider"
 
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, n: int = 4,
                  sigma: float = 6.0, tokenize: str = "ptb", name: str = "cider", track: bool = True,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts, mean_formula,
                                require_batch, require_references, require_text)
-from opik_metrics.metrics.base import PackMetric, ScoreResult
+from opik_metrics.metrics.base import ScoreResult, StatisticsMetric
 from opik_metrics.metrics.card import MetricCard, Option
 from opik_metrics.metrics.collector import collector_paused
 from opik_metrics.metrics.microbatch import MicroBatcher
@@ -30,7 +30,7 @@ class _ImagesFor(NamedTuple):
     references: list[Any] | None
 
 
-class CLIPScore(PackMetric):
+class CLIPScore(StatisticsMetric):
     """CLIPScore (Hessel et al. 2021): how well a caption fits an image under CLIP, as the
     authors' released code computes it: CLIP-S = ``weight * max(cos(image, "A photo depicts " +
     caption), 0)``; with references, RefCLIP-S = harmonic mean of CLIP-S and the best
@@ -80,14 +80,15 @@ class CLIPScore(PackMetric):
         "clipscore", "CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers",
         needs_reference=False, needs_image=True, loads_model=True, group="clipscore options", options=(
             Option("--clip-model", "model", help="CLIP model: hub id or local path (default "
-                   "openai/clip-vit-base-patch32, the paper's ViT-B/32)"),
-            Option("--clip-prompt", "prompt", help="text put before each caption (default 'A photo depicts ', "
+                   "%(default)s, the paper's ViT-B/32)"),
+            Option("--clip-prompt", "prompt", help="text put before each caption (default %(default)r, "
                    "the paper's)"),
             Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
         ))
 
     #: ``score_batch`` keyword arguments the experiment runner fills from the scoring inputs.
     batch_fields = {"images": "image"}
+    default_name = "clipscore"
 
     def __init__(
         self,

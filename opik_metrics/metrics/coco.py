@@ -51,6 +51,7 @@ class COCOCaption(DocumentFrequencyMetric):
                  Option("--coco-no-meteor", "meteor", action="store_false",
                         help="leave METEOR out of the COCO suite (its tables take seconds and 600 MB)")),
         every_reference="df_references")
+    default_name = "coco"
 
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
                  meteor: Any = True, name: str = "coco", track: bool = True,

@@ -5,7 +5,6 @@ neither fits on the references it scores, as pycocoevalcap does."""
 from __future__ import annotations
 
 import abc
-import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
@@ -27,7 +26,7 @@ class CorpusEngine(Protocol):
 
 class DocumentFrequencyMetric(ReferenceMetric):
     """A reference metric with CIDEr-D's corpus context; subclasses set ``self.engine`` (with
-    ``fit(references)`` and ``signature(df)``) before calling ``__init__``."""
+    ``fit(references)`` and ``signature(df)``) before calling ``__init__``, which fits it."""
 
     engine: CorpusEngine
 
@@ -61,7 +60,7 @@ class DocumentFrequencyMetric(ReferenceMetric):
         so that scoring the set in chunks gives the numbers of one pass over it."""
         self.document_frequency = self._fit(references)
         self._set_context()
-        self.facts = dataclasses.replace(self.facts, signature=self.signature)
+        self._restate_facts()         # the signature names the frequencies
 
     def _context_for(self, references: list[list[str]]) -> dict[str, Any]:
         """Metadata on the frequencies a call uses; warns once when one item alone makes them trivial."""
@@ -75,23 +74,20 @@ class DocumentFrequencyMetric(ReferenceMetric):
 
     # -- the corpus score ------------------------------------------------------------------------
 
-    def experiment_score(self, test_results: Sequence[Any]) -> Any:
-        """The corpus score of an ``opik.evaluate`` experiment: with document frequencies the logged
-        item results are reused; without, they are fitted on all of the experiment's references, and
-        only what depends on them is scored again (items scored one at a time had no corpus to fit
-        on); the rest of each logged item's statistics is reused, so the value equals
-        ``corpus_score`` over the same items."""
+    def _experiment_corpus(self, test_results: Sequence[Any]) -> tuple[ScoreResult | list[ScoreResult] | None,
+                                                                       list[str]]:
+        """With document frequencies the logged item results are reused; without, they are fitted on
+        all of the experiment's references, and only what depends on them is scored again (items
+        scored one at a time had no corpus to fit on); the rest of each logged item's statistics is
+        reused, so the value equals ``corpus_score`` over the same items."""
         if self.document_frequency is not None:
-            return super().experiment_score(test_results)
-        if not test_results:
-            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        kept, left_out = self._usable(test_results, range(len(test_results)))
-        if not kept:
-            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
-        outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
-        logged = [self._logged_statistics(test_results[k]) for k in kept]
-        stats = self._statistics_refitted(outputs, references, logged)
-        return self._noting(self.from_statistics(sum(stats[1:], stats[0])), left_out, len(test_results))
+            return super()._experiment_corpus(test_results)
+        items = self._experiment_items(test_results, range(len(test_results)))
+        if not items.positions:
+            return None, items.left_out
+        logged = [self._logged_statistics(test_results[k]) for k in items.positions]
+        stats = self._statistics_refitted(items.outputs, items.references, logged)
+        return self.from_statistics(sum(stats[1:], stats[0])), items.left_out
 
     @abc.abstractmethod
     def _statistics_refitted(self, outputs: list[str], references: list[list[str]],

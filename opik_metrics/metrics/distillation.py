@@ -42,12 +42,13 @@ class DistillationKL(ReferenceFreeMetric):
         needs_reference=False, loads_model=True, options=(
             Option("--teacher", "teacher", required=True, help="teacher causal LM (hub id, path or packaged:smollm2)"),
             Option("--student", "student", required=True, help="student causal LM sharing the teacher's vocabulary"),
-            Option("--temperature", "temperature", kind=float, default=1.0,
-                   help="softens both distributions, softmax(logits / T) (default 1)"),
+            Option("--temperature", "temperature", kind=float,
+                   help="softens both distributions, softmax(logits / T) (default %(default)g)"),
             Option("--top-k", "top_k", kind=int, help="truncate to the teacher's top k tokens, renormalised"),
         ))
 
     higher_is_better = False
+    default_name = "kl_divergence"
 
     def __init__(
         self,

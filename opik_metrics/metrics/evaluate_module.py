@@ -8,7 +8,7 @@ comparison reports as recorded but cannot resample.
 """
 from __future__ import annotations
 
-import dataclasses
+import functools
 import hashlib
 import inspect
 import math
@@ -19,9 +19,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, Statistics, require_batch, require_references,
-                               require_text)
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.core import MetricInputError, ScoreFacts, Signature, require_batch, require_references, require_text
+from opik_metrics.metrics.base import ReferenceInputs, ScoreResult, WholeSetMetric
 from opik_metrics.metrics.server_range import mark_unstorable
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable, EvaluateScriptError,
                                                           load_evaluate_module)
@@ -47,14 +46,14 @@ def module_lock(module: Any) -> threading.Lock:
             return threading.Lock()
 
 
-class EvaluateMetric(ReferenceMetric):
+class EvaluateMetric(ReferenceInputs, WholeSetMetric):
     """A Hugging Face ``evaluate`` module as an Opik metric.
 
     Item scores: the module's ``compute`` with the item's prediction and reference(s) alone; one
     ScoreResult per selected key of the dict it returns. Corpus scores: the module's ``compute``
     over every item (``corpus_score(outputs, references)``, and ``experiment_score`` for
     ``opik.evaluate(experiment_scoring_functions=[...])``), which for most modules is not the mean
-    of the item scores (corpus BLEU pools n-gram counts).
+    of the item scores (corpus BLEU pools n-gram counts): a ``WholeSetMetric``, with no ``statistics``.
 
     Names: with one key, the item score is named ``name`` (default ``evaluate_<module name>``),
     as every single-score metric of the pack; with several, ``<name>_<key>`` (so
@@ -143,15 +142,20 @@ class EvaluateMetric(ReferenceMetric):
         self._result_names = {k: (name if len(self.keys) == 1 else f"{name}_{k}") for k in self.keys}
         self.signature = self._signature(evaluate)
         super().__init__(name=name, track=track, project_name=project_name)
-        self._range_checked = True      # its values come from the module, whatever bounds were declared
-        self.facts = dataclasses.replace(self.facts, whole_set_corpora=tuple(
-            ScoreFacts(f"corpus_{self._result_names[k]}", self._directions[k], bounds=self._bounds[k])
-            for k in self.keys))
 
     # -- facts -------------------------------------------------------------------------------
 
     def _score_facts(self) -> list[ScoreFacts]:
         return [ScoreFacts(self._result_names[k], self._directions[k], bounds=self._bounds[k]) for k in self.keys]
+
+    def _whole_set_facts(self) -> list[ScoreFacts]:
+        return [ScoreFacts(f"corpus_{self._result_names[k]}", self._directions[k], bounds=self._bounds[k])
+                for k in self.keys]
+
+    @functools.cached_property
+    def _range_checked(self) -> bool:
+        """Always: its values come from the module, whatever bounds were declared."""
+        return True
 
     def _signature(self, evaluate: Any) -> Signature:
         info = self.module.info
@@ -266,31 +270,6 @@ class EvaluateMetric(ReferenceMetric):
         made = mark_unstorable([self._result(f"corpus_{self._result_names[k]}", raw, k,
                                              f"the corpus of {len(outs)} items", metadata) for k in self.keys])
         return made[0] if len(made) == 1 else made
-
-    def experiment_score(self, test_results: Sequence[Any]) -> ScoreResult | list[ScoreResult]:
-        """The corpus scores for ``opik.evaluate(experiment_scoring_functions=[...])``: the module's
-        ``compute`` over the outputs and references of every test result."""
-        if not test_results:
-            raise MetricInputError(f"the corpus score of {self.name} needs at least one test result")
-        kept, left_out = self._usable(test_results, range(len(test_results)))
-        if not kept:
-            raise MetricInputError(f"the corpus score of {self.name}: no test result could be scored ({left_out[0]})")
-        outputs, references = self._experiment_inputs([test_results[k] for k in kept], kept)
-        return self._noting(self.corpus_score(outputs, references), left_out, len(test_results))
-
-    def item_statistics(self, results: Sequence[ScoreResult]) -> Statistics:
-        raise MetricInputError(self._no_statistics())
-
-    def statistics(self, outputs: Sequence[str], references: Sequence[Any] | None = None) -> list[Statistics]:
-        raise MetricInputError(self._no_statistics())
-
-    def from_statistics(self, total: Statistics) -> ScoreResult:
-        raise MetricInputError(self._no_statistics())
-
-    def _no_statistics(self) -> str:
-        return (f"{self.name}: the evaluate module {self.module_name!r} computes its corpus score over the whole "
-                "set, from no summable per-item statistics; use corpus_score(outputs, references) or "
-                "experiment_score(test_results)")
 
 
 # -- the module ---------------------------------------------------------------------------------

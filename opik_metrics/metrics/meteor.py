@@ -48,6 +48,7 @@ class METEOR(ReferenceMetric):
             Option("--meteor-data", "data",
                    help="folder with meteor-1.5.jar and paraphrase-en.gz (default: pycocoevalcap's installed copy)"),
         ))
+    default_name = "meteor"
 
     def __init__(self, data: Any = None, name: str = "meteor", track: bool = True,
                  project_name: str | None = None) -> None:

@@ -61,10 +61,11 @@ class ROUGE(ReferenceMetric):
             Option("--rouge155", "rouge155", action="store_true",
                    help="the ROUGE-1.5.5 perl script's numbers (its tokens, W and SU, sentences on lines, "
                         "5-decimal rounding) instead of rouge-score's and Lin (2004)'s"),
-            Option("--rouge-tokenizer", "tokenizer", choices=("default", "unicode"), default="default",
+            Option("--rouge-tokenizer", "tokenizer", choices=("default", "unicode"),
                    help="default: rouge-score's [a-z0-9] words (other letters dropped); unicode: words of any "
                    "script, each CJK character a token"),
         ))
+    default_name = "rouge"
 
     def __init__(
         self,

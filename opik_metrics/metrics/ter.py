@@ -51,6 +51,7 @@ class TER(SacrebleuFamilyMetric):
         ))
 
     higher_is_better = False
+    default_name = "ter"
 
     def __init__(
         self,

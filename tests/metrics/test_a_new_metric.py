@@ -1,6 +1,7 @@
-"""A new metric is one module: the toy metric below, defined here and nowhere else, is in the
-catalog with its command-line option, scores text files and records from the command line (worker
-processes build it from this module), and leaves the catalog when the test ends."""
+"""A new metric is one module: the toy metric below (docs/metrics.md's example), defined here and
+nowhere else, is in the catalog with its command-line option (its default the constructor's), scores
+text files and records from the command line (worker processes build it from this module), and
+leaves the catalog when the test ends."""
 from __future__ import annotations
 
 import json
@@ -19,13 +20,14 @@ class WordRatio(ReferenceMetric):
     """Words in the output over words in the first reference, times ``scale``."""
 
     card = MetricCard("toy_word_ratio", "output words over reference words", group="toy options",
-                      options=(Option("--toy-scale", "scale", kind=float, help="multiplies the ratio"),))
+                      options=(Option("--toy-scale", "scale", kind=float,
+                                       help="multiplies the ratio (default %(default)s)"),))
 
     def __init__(self, scale: float = 1.0, name: str = "toy_word_ratio", track: bool = True,
                  project_name: str | None = None) -> None:
+        super().__init__(name=name, track=track, project_name=project_name)
         self.scale = scale
         self.signature = Signature({"metric": "toy_word_ratio", "scale": f"{scale:g}"})
-        super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
         return [ScoreFacts(self.name, bounds=(0.0, None))]
@@ -48,8 +50,9 @@ def test_the_toy_is_in_the_catalog_and_on_the_command_line(capsys):
     assert metric_classes()["toy_word_ratio"] is WordRatio and metric_card("toy_word_ratio") is WordRatio.card
     with pytest.raises(SystemExit):
         main(["score", "--help"])
-    shown = capsys.readouterr().out
+    shown = " ".join(capsys.readouterr().out.split())       # argparse wraps lines
     assert "toy options:" in shown and "--toy-scale" in shown and "toy_word_ratio" in shown
+    assert "multiplies the ratio (default 1.0)" in shown
 
 
 def test_the_toy_scores_text_files_with_its_option(tmp_path, capsys):

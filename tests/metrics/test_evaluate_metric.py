@@ -26,6 +26,7 @@ import sacrebleu
 evaluate = pytest.importorskip("evaluate")
 
 from opik_metrics.core import MetricFacts, MetricInputError  # noqa: E402
+from opik_metrics.metrics.base import StatisticsMetric, WholeSetMetric  # noqa: E402
 from opik_metrics.metrics.evaluate_module import EvaluateMetric, module_lock  # noqa: E402
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable,  # noqa: E402
                                                          is_local_spec)
@@ -319,11 +320,13 @@ def test_facts_state_directions_bounds_and_whole_set_corpus_scores(scripts):
     assert lower.facts.whole_set_corpora[0].bounds == (0.0, 1.0)
 
 
-def test_no_summable_statistics_is_said_plainly(sbleu):
-    for call in (lambda: sbleu.statistics(PREDS, REFS), lambda: sbleu.item_statistics([]),
-                 lambda: sbleu.from_statistics(None)):
-        with pytest.raises(MetricInputError, match="over the whole set, from no summable per-item statistics"):
-            call()
+def test_a_whole_set_metric_has_no_statistics_to_call(sbleu):
+    """Its corpus score is the module's compute over the whole set: it is a WholeSetMetric, whose
+    facts name no summable corpus score, and it offers no statistics methods that could only fail."""
+    assert isinstance(sbleu, WholeSetMetric) and not isinstance(sbleu, StatisticsMetric)
+    assert not any(hasattr(sbleu, name) for name in ("statistics", "item_statistics", "from_statistics",
+                                                     "corpus_value"))
+    assert sbleu.facts.corpus is None and sbleu.facts.whole_set_corpora
 
 
 def test_signature_names_module_config_hash_kwargs_and_versions(scripts):
