@@ -9,8 +9,13 @@ import threading
 from contextvars import ContextVar, Token
 from typing import Any
 
-from opik_metrics.execution.worker_pools import WorkerPool, choose_start_method, no_other_threads
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from opik_metrics.execution.worker_pools import WorkerPool
+
+# worker_pools (multiprocessing, concurrent.futures) is imported when a pool is wanted: every
+# score_batch asks this module whether the speed helpers are on, and most never start a pool
 _current: ContextVar["ScoringContext | None"] = ContextVar("opik_metrics_scoring_context", default=None)
 
 
@@ -20,6 +25,9 @@ class ScoringContext:
     Args:
         start_method: how its workers start: "fork", "forkserver" or "spawn"; None: fork where
             this process runs no other thread, else forkserver (``choose_start_method``).
+        speed_helpers: False takes the plain reference path inside the block: no collector pause,
+            ScoreResults built by keywords, a metadata dict of its own for each result. The numbers
+            are the same either way (a test runs both); only the time differs.
 
     Examples:
         >>> from opik_metrics import ROUGE
@@ -30,10 +38,13 @@ class ScoringContext:
         [0.5, 0.5]
     """
 
-    def __init__(self, start_method: str | None = None) -> None:
+    def __init__(self, start_method: str | None = None, *, speed_helpers: bool = True) -> None:
         if start_method is not None:
+            from opik_metrics.execution.worker_pools import choose_start_method
+
             choose_start_method(start_method, builds_models=False)       # checked now, not at the first batch
         self.start_method = start_method
+        self.speed_helpers = bool(speed_helpers)
         self._pools: dict[int, WorkerPool] = {}
         self._lock = threading.Lock()
         self._token: Token | None = None
@@ -64,6 +75,8 @@ class ScoringContext:
     # -- its pools --------------------------------------------------------------------------------
     def pool(self, workers: int) -> WorkerPool:
         """The kept pool of ``workers`` processes, started now if it is not there yet."""
+        from opik_metrics.execution.worker_pools import WorkerPool, choose_start_method
+
         with self._lock:
             pool = self._pools.get(workers)
             if pool is None:
@@ -76,6 +89,8 @@ class ScoringContext:
 
     def would_fork(self) -> bool:
         """Whether a pool started now would fork (what lets a large batch use every core unasked)."""
+        from opik_metrics.execution.worker_pools import choose_start_method
+
         return choose_start_method(self.start_method, builds_models=False, own_threads=self.threads()) == "fork"
 
     def drop(self, pool: WorkerPool) -> None:
@@ -104,7 +119,14 @@ def current_context() -> ScoringContext | None:
     return context if context is not None and context.owned_here() else None
 
 
+def speed_helpers_on() -> bool:
+    """Whether the speed helpers (collector pause, positional results, shared metadata) are on:
+    always, but inside ``with ScoringContext(speed_helpers=False)``."""
+    context = current_context()
+    return context is None or context.speed_helpers
+
+
 def other_threads_than_ours() -> bool:
     """Whether a Python thread runs here besides the caller and the current context's pools."""
     context = current_context()
-    return not no_other_threads(context.threads() if context is not None else 0)
+    return threading.active_count() - (context.threads() if context is not None else 0) != 1

@@ -25,6 +25,11 @@ def collector_paused(n_items: int = 0) -> Iterator[None]:
     (``gc.freeze(); gc.unfreeze()``), after the caller's young garbage is collected, so no young
     collection scans them again; only where that is safe: the collector on, nothing frozen by the
     process, no other Python thread, a generational CPython."""
+    from opik_metrics.execution.context import speed_helpers_on
+
+    if not speed_helpers_on():          # the plain reference path: the collector left as it is
+        yield
+        return
     was_enabled = gc.isenabled()
     promote = _GENERATIONAL and was_enabled and n_items >= PROMOTE_MIN_ITEMS and gc.get_freeze_count() == 0
     if promote:

@@ -7,6 +7,7 @@ import dataclasses
 from itertools import repeat
 from typing import Any, Iterable
 
+from opik_metrics.execution.context import speed_helpers_on
 from opik_metrics.metrics.base import ScoreResult
 
 FIELD_ORDER = ("name", "value", "reason", "category_name", "metadata")
@@ -15,5 +16,8 @@ if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(FIELD_ORDER)] != 
 
 
 def results(names: Iterable[str], values: Iterable[float], metadata: Iterable[Any]) -> list[ScoreResult]:
-    """``ScoreResult(name=n, value=v, metadata=m)`` for each (n, v, m), with no reason."""
+    """``ScoreResult(name=n, value=v, metadata=m)`` for each (n, v, m), with no reason; by keywords,
+    each with a metadata dict of its own, on the plain reference path (``ScoringContext``)."""
+    if not speed_helpers_on():
+        return [ScoreResult(name=n, value=v, metadata=dict(m)) for n, v, m in zip(names, values, metadata)]
     return list(map(ScoreResult, names, values, repeat(None), repeat(None), metadata))
