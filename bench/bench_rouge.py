@@ -260,7 +260,7 @@ def peer_short_rows(n: int, rounds: int = 5) -> list:
 def _unscanned(function):
     """``function()`` with the cyclic collector paused, as our metric path runs: with opik imported,
     each collection rescans its ~470k objects, which would slow a peer for no fault of its own."""
-    from opik_metrics.metrics.collector import collector_paused
+    from opik_metrics.metric_kit.collector import collector_paused
 
     with collector_paused():
         return function()

@@ -33,7 +33,7 @@ def plugin_warnings_in_one_line() -> Iterator[None]:
     """Inside it, a ``PluginWarning`` (a plugin metric or option left out of the catalog, as the
     parser is built) prints as one line, ``opik-metrics: warning: ...``; other warnings as usual."""
     from opik_metrics.core.table import one_line
-    from opik_metrics.metrics.card import PluginWarning
+    from opik_metrics.metric_kit.card import PluginWarning
 
     with warnings.catch_warnings(record=True) as caught:
         try:

@@ -6,7 +6,7 @@ import warnings
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.metrics.card import OptionsError, PluginWarning
+from opik_metrics.metric_kit.card import OptionsError, PluginWarning
 from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_classes
 
 

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, Verdict
 from opik_metrics.core.numbers import is_number
-from opik_metrics.metrics.server_range import server_value
+from opik_metrics.metric_kit.server_range import server_value
 
 SCHEMA = "opik-metrics/publication/2"
 METADATA_KEY = "opik_metrics_comparison"

@@ -15,7 +15,7 @@ from opik_metrics.scoring import score_chunk
 from opik_metrics.experiments.spans import collect_spans, tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredScore
 from opik_metrics.experiments.summary import ExperimentSummary, item_keys
-from opik_metrics.metrics.tracking import scoring_untracked
+from opik_metrics.metric_kit.tracking import scoring_untracked
 from opik_metrics.experiments.experiment_results import one_test_result
 from opik_metrics.experiments.tasks import Task, prepare_chunk
 

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import requests
 import urllib3.exceptions
 
-from opik_metrics.metrics.opik_settings import opik_settings
+from opik_metrics.metric_kit.opik_settings import opik_settings
 
 HEALTH_TIMEOUT_S = 3.0
 SERVER_TIMEOUT_ENV = "OPIK_METRICS_SERVER_TIMEOUT"

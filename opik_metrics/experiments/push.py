@@ -32,7 +32,7 @@ from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, choose_backend, client_url,
                                                   server_errors)
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
-from opik_metrics.metrics.server_range import storable
+from opik_metrics.metric_kit.server_range import storable
 
 if TYPE_CHECKING:
     import opik

@@ -24,7 +24,7 @@ from opik_metrics.experiments.spans import tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.experiments.store.records import dumps, utc_now
 from opik_metrics.experiments.summary import ExperimentSummary
-from opik_metrics.metrics.tracking import scoring_untracked
+from opik_metrics.metric_kit.tracking import scoring_untracked
 
 PENDING = "rescoring"        # config key: the metrics of a rescore that has not finished
 HISTORY = "rescores"         # config key: each finished rescore (its metrics, when, which opik-metrics)

@@ -1,6 +1,6 @@
 """A user's own Opik metric, as ``opik_metrics.evaluate`` hands it to ``opik.evaluate``: the same
 ``score`` (signature included, so Opik maps its arguments as before) whose results an Opik server
-cannot store are marked failed (``metrics/server_range.py``), so one inf does not lose a batch.
+cannot store are marked failed (``metric_kit/server_range.py``), so one inf does not lose a batch.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from opik.evaluation.metrics.score_result import ScoreResult
 from opik.evaluation.scorers.scorer_wrapper_metric import ScorerWrapperMetric
 
 from opik_metrics.scoring import as_results
-from opik_metrics.metrics.base import PackMetric
+from opik_metrics.metric_kit.base import PackMetric
 
 
 class StorableScores(base_metric.BaseMetric):

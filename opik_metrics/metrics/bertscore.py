@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from opik_metrics.metrics.microbatch import MicroBatcher
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.microbatch import MicroBatcher
+from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 from opik_metrics.core.inputs import require_references, require_text
 
 if TYPE_CHECKING:

@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Signature, Statistics, corpus_facts,
                                require_batch)
-from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
-from opik_metrics.metrics.shared_options import LOWERCASE
-from opik_metrics.metrics.collector import collector_paused
-from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
+from opik_metrics.metric_kit.base import ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import LOWERCASE
+from opik_metrics.metric_kit.collector import collector_paused
+from opik_metrics.metric_kit.sacrebleu_family import SacrebleuFamilyMetric
 
 if TYPE_CHECKING:
     from opik_metrics.text.bleu.scorer import BLEUResult, BLEUStats

@@ -9,7 +9,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.metrics.card import MetricCard, registered, target_of
+from opik_metrics.metric_kit.card import MetricCard, registered, target_of
 from opik_metrics.metrics.plugins import load_plugins
 
 _discovered = False

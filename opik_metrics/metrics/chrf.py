@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, corpus_facts
-from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
-from opik_metrics.metrics.shared_options import LOWERCASE
-from opik_metrics.metrics.sacrebleu_family import SacrebleuFamilyMetric
+from opik_metrics.metric_kit.base import ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import LOWERCASE
+from opik_metrics.metric_kit.sacrebleu_family import SacrebleuFamilyMetric
 
 if TYPE_CHECKING:
     from opik_metrics.text.chrf import CHRFResult

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, mean_formula
-from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.card import MetricCard
-from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
-from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
+from opik_metrics.metric_kit.base import ScoreResult
+from opik_metrics.metric_kit.card import MetricCard
+from opik_metrics.metric_kit.shared_options import CAPTION_TOKENIZE
+from opik_metrics.metric_kit.corpus_context import DocumentFrequencyMetric
 
 if TYPE_CHECKING:
     from opik_metrics.text.cider import CiderD, CiderItem

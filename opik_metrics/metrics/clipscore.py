@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts, mean_formula,
                                require_batch, require_references, require_text)
-from opik_metrics.metrics.base import ScoreResult, StatisticsMetric
-from opik_metrics.metrics.card import MetricCard, Option
-from opik_metrics.metrics.collector import collector_paused
-from opik_metrics.metrics.microbatch import MicroBatcher
-from opik_metrics.metrics.opik_results import scoring_inputs
+from opik_metrics.metric_kit.base import ScoreResult, StatisticsMetric
+from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.collector import collector_paused
+from opik_metrics.metric_kit.microbatch import MicroBatcher
+from opik_metrics.metric_kit.opik_results import scoring_inputs
 
 if TYPE_CHECKING:
     from opik_metrics.neural.clip import ClipScore

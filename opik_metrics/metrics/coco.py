@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts
-from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
-from opik_metrics.metrics.shared_options import CAPTION_TOKENIZE
-from opik_metrics.metrics.corpus_context import DocumentFrequencyMetric
+from opik_metrics.metric_kit.base import ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import CAPTION_TOKENIZE
+from opik_metrics.metric_kit.corpus_context import DocumentFrequencyMetric
 
 if TYPE_CHECKING:
     from opik_metrics.text.coco import CocoItem, CocoSuite

@@ -7,8 +7,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
-from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.neural.lm.formulas import KL_FIELDS, kl_from_statistics
 
 if TYPE_CHECKING:

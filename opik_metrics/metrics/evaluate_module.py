@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from opik_metrics.core import MetricInputError, ScoreFacts, Signature, require_batch, require_references, require_text
-from opik_metrics.metrics.base import ReferenceInputs, ScoreResult, WholeSetMetric
-from opik_metrics.metrics.server_range import mark_unstorable
+from opik_metrics.metric_kit.base import ReferenceInputs, ScoreResult, WholeSetMetric
+from opik_metrics.metric_kit.server_range import mark_unstorable
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable, EvaluateScriptError,
                                                           load_evaluate_module)
 

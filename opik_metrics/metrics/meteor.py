@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
 
 if TYPE_CHECKING:
     from opik_metrics.text.meteor import MeteorScorer, MeteorSegment

@@ -5,8 +5,8 @@ import math
 from typing import TYPE_CHECKING
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
-from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.neural.lm.formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from opik_metrics.core.table import one_line
-from opik_metrics.metrics.card import MetricCard, NameTaken, Option, PluginWarning, register, registered, unregister
+from opik_metrics.metric_kit.card import MetricCard, NameTaken, Option, PluginWarning, register, registered, unregister
 
 GROUP = "opik_metrics.metrics"
 
@@ -60,11 +60,11 @@ def _join(point: EntryPoint) -> str:
 
 def _card_of(found: Any) -> MetricCard:
     """The card of a metric class of the pack's contract, or why ``found`` is none."""
-    from opik_metrics.metrics.base import PackMetric   # the built-in metrics have imported it already
+    from opik_metrics.metric_kit.base import PackMetric   # the built-in metrics have imported it already
 
     if not (isinstance(found, type) and issubclass(found, PackMetric)):
         raise PluginRefused(f"it is {_described(found)}, not a metric class (a subclass of "
-                            "opik_metrics.metrics.base.PackMetric)")
+                            "opik_metrics.metric_kit.base.PackMetric)")
     card = vars(found).get("card")
     if not isinstance(card, MetricCard):
         raise PluginRefused(f"{found.__qualname__} declares no card of its own (card = MetricCard(...))")

@@ -7,10 +7,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.core.versions import package_version
-from opik_metrics.metrics import positional_results
-from opik_metrics.metrics.card import MetricCard, Option
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.metrics.shared_metadata import SharedMetadata
+from opik_metrics.metric_kit import positional_results
+from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.shared_metadata import SharedMetadata
 from opik_metrics.text.rouge.scorer import RougeKernel, RougeScorer
 
 _PARTS = (("precision", "precision"), ("recall", "recall"), ("f1", "fmeasure"))

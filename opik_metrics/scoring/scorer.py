@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 
-from opik_metrics.metrics.server_range import mark_unstorable
+from opik_metrics.metric_kit.server_range import mark_unstorable
 from opik_metrics.scoring.rows import RowMaker
 
 ItemResults = list[tuple[str, ScoreResult]]       # (metric name, result) of one item, metric by metric
@@ -26,7 +26,7 @@ class Unscorable:
 
 def as_results(value: Any) -> list[ScoreResult]:
     """A metric's return value as a list of ScoreResults, any value an Opik server cannot store
-    marked failed (``metrics/server_range.py``): a user's metric may return inf or 1e12 too."""
+    marked failed (``metric_kit/server_range.py``): a user's metric may return inf or 1e12 too."""
     return mark_unstorable(value if isinstance(value, (list, tuple)) else [value])
 
 

@@ -20,7 +20,7 @@ from opik_metrics.core import MetricFacts, facts_of
 from opik_metrics.core.file_names import name_too_long
 from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
-from opik_metrics.metrics.tracking import scoring_untracked
+from opik_metrics.metric_kit.tracking import scoring_untracked
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.output import (RECORD_SUFFIX, RECORD_TMP_SUFFIX, RunLock, columns, output_format,
                                          read_metadata, read_rows, write_atomically, write_rows)

@@ -30,7 +30,7 @@ MetricFactory = Callable[[], Sequence[Any]]
 def wanted_fields(metrics: Sequence[Any]) -> list[str]:
     """The scoring inputs the metrics read: their text field, ``reference`` when one compares
     with references, and the inputs they take in batches (CLIPScore's ``image``)."""
-    from opik_metrics.metrics.base import ReferenceMetric
+    from opik_metrics.metric_kit.base import ReferenceMetric
 
     wanted = {"output"} | {getattr(m, "text_field", "output") for m in metrics}
     if any(isinstance(m, ReferenceMetric) for m in metrics):

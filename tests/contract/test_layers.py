@@ -1,5 +1,5 @@
 """The import arrows of the design run one way: cli -> pipelines -> compare -> distributed ->
-streams -> experiments -> scoring -> metrics -> engines (neural -> images -> text) -> execution -> core. Engines never import opik; nothing imports the
+streams -> experiments -> scoring -> metrics -> metric_kit -> engines (neural -> images -> text) -> execution -> core. Engines never import opik; nothing imports the
 CLI; module-level imports make no cycle. Read from the source with ast, every import counted
 (those inside functions too)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["core", "execution", "text", "images", "neural", "metrics", "scoring", "experiments", "streams", "distributed", "compare", "pipelines",
+LAYERS = ["core", "execution", "text", "images", "neural", "metric_kit", "metrics", "scoring", "experiments", "streams", "distributed", "compare", "pipelines",
           "cli"]
 
 

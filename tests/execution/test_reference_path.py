@@ -11,7 +11,7 @@ import pytest
 from opik_metrics import BLEU, CIDEr, ROUGE
 from opik_metrics.execution import ScoringContext
 from opik_metrics.execution import kernels
-from opik_metrics.metrics.shared_metadata import SharedMetadata
+from opik_metrics.metric_kit.shared_metadata import SharedMetadata
 from opik_metrics.scoring import Scorer
 from tests.corpus import realistic_pairs
 

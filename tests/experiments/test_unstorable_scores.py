@@ -13,7 +13,7 @@ from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics import BLEU, evaluate
 from opik_metrics.core import ScoreFacts, Signature
-from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
 from tests.opik_rest_server import OpikRestServer
 
 N = 2500

@@ -10,8 +10,8 @@ import pytest
 
 from opik_metrics.cli.main import main
 from opik_metrics.core import ScoreFacts, Signature
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option, register, unregister
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option, register, unregister
 from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_classes
 from tests.streams.records import write_jsonl
 

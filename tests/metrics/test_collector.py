@@ -10,8 +10,8 @@ import pytest
 
 from opik_metrics import ROUGE
 from opik_metrics.execution import context as scoring_context
-from opik_metrics.metrics import collector
-from opik_metrics.metrics.collector import collector_paused
+from opik_metrics.metric_kit import collector
+from opik_metrics.metric_kit.collector import collector_paused
 from tests.corpus import realistic_pairs
 
 

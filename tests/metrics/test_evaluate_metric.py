@@ -26,7 +26,7 @@ import sacrebleu
 evaluate = pytest.importorskip("evaluate")
 
 from opik_metrics.core import MetricFacts, MetricInputError  # noqa: E402
-from opik_metrics.metrics.base import StatisticsMetric, WholeSetMetric  # noqa: E402
+from opik_metrics.metric_kit.base import StatisticsMetric, WholeSetMetric  # noqa: E402
 from opik_metrics.metrics.evaluate_module import EvaluateMetric, module_lock  # noqa: E402
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable,  # noqa: E402
                                                          is_local_spec)

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Signature, corpus_facts, mean_formula
-from opik_metrics.metrics.base import (ReferenceInputs, ReferenceMetric, ScoreResult, StatisticsMetric,
+from opik_metrics.metric_kit.base import (ReferenceInputs, ReferenceMetric, ScoreResult, StatisticsMetric,
                                        WholeSetMetric)
-from opik_metrics.metrics.card import MetricCard, Option, with_constructor_defaults
+from opik_metrics.metric_kit.card import MetricCard, Option, with_constructor_defaults
 from opik_metrics.metrics.catalog import metric_classes
 from opik_metrics.metrics.evaluate_module import EvaluateMetric
 

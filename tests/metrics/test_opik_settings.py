@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from opik_metrics.metrics import opik_settings as settings_module
-from opik_metrics.metrics.opik_settings import OpikSettings, nothing_configured, opik_settings
+from opik_metrics.metric_kit import opik_settings as settings_module
+from opik_metrics.metric_kit.opik_settings import OpikSettings, nothing_configured, opik_settings
 
 ENVIRONMENTS = [{}, {"OPIK_URL_OVERRIDE": "http://127.0.0.1:5173/api/"}, {"opik_url_override": "http://127.0.0.1:1/api"},
                 {"OPIK_URL_OVERRIDE": "http://127.0.0.1:2/api", "OPIK_WORKSPACE": "team"}]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from opik_metrics.metrics.card import MetricCard, NameTaken, PluginWarning, register, registered, unregister
+from opik_metrics.metric_kit.card import MetricCard, NameTaken, PluginWarning, register, registered, unregister
 from opik_metrics.metrics.catalog import metric_class
 from tests.cli.test_arguments_before_imports import HEAVY, PROBE
 from tests.streams.records import write_jsonl
@@ -51,8 +51,8 @@ GOOD_MODULE = '''
 import os
 
 from opik_metrics.core import ScoreFacts, Signature
-from opik_metrics.metrics.base import ReferenceFreeMetric, ReferenceMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceFreeMetric, ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
 
 
 def _note_process():
@@ -123,8 +123,8 @@ packages = ["broken_plugin"]
 
 BROKEN_THINGS = '''
 from opik_metrics.core import ScoreFacts, Signature
-from opik_metrics.metrics.base import ReferenceFreeMetric, ScoreResult
-from opik_metrics.metrics.card import MetricCard, Option
+from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
+from opik_metrics.metric_kit.card import MetricCard, Option
 
 
 def helper():
@@ -159,8 +159,8 @@ class Workers(Constant):
 '''
 
 BROKEN_CLASH = '''
-from opik_metrics.metrics.base import ReferenceMetric
-from opik_metrics.metrics.card import MetricCard
+from opik_metrics.metric_kit.base import ReferenceMetric
+from opik_metrics.metric_kit.card import MetricCard
 
 
 class FakeBleu(ReferenceMetric):
@@ -176,7 +176,7 @@ LEFT_OUT = {
     "bleu": "broken_plugin.clash:FakeBleu cannot be called 'bleu': the built-in metric "
             "opik_metrics.metrics.bleu:BLEU has that name",
     "toy_alias": "its card is named 'toy_renamed'; the entry point must carry the card's name",
-    "toy_function": "it is a function, not a metric class (a subclass of opik_metrics.metrics.base.PackMetric)",
+    "toy_function": "it is a function, not a metric class (a subclass of opik_metrics.metric_kit.base.PackMetric)",
     "toy_lowercase": "the metric 'bleu' declares --lowercase too, taking another value (an option two metrics "
                      "share is added once, so both must take it alike)",
     "toy_missing": "importing it failed: ModuleNotFoundError: No module named 'broken_plugin.missing'",

@@ -10,7 +10,7 @@ from _opik import ScoreResult
 
 from opik_metrics.experiments.experiment_scorers import run_experiment_scorers
 from opik_metrics.scoring import as_results, score_chunk
-from opik_metrics.metrics.server_range import mark_unstorable, shown, storable, unsent, value_of
+from opik_metrics.metric_kit.server_range import mark_unstorable, shown, storable, unsent, value_of
 
 
 @pytest.mark.parametrize("value, expected", [

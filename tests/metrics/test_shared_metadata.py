@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from opik_metrics.metrics.base import ScoreResult
-from opik_metrics.metrics.shared_metadata import SharedMetadata
+from opik_metrics.metric_kit.base import ScoreResult
+from opik_metrics.metric_kit.shared_metadata import SharedMetadata
 
 
 def test_reads_like_the_dict_it_holds():

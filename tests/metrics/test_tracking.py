@@ -47,7 +47,7 @@ def test_isinstance_holds_once_opik_is_loaded_even_for_untracked_metrics():
     code = ("from opik_metrics.metrics.rouge import ROUGE; m = ROUGE(track=False); import sys; "
             "assert 'opik' not in sys.modules; "
             "import opik; from opik.evaluation.metrics import BaseMetric; "
-            "from opik_metrics.metrics.base import PackMetric; from opik_metrics.metrics.tracking import register_if_opik_loaded; register_if_opik_loaded(PackMetric); "
+            "from opik_metrics.metric_kit.base import PackMetric; from opik_metrics.metric_kit.tracking import register_if_opik_loaded; register_if_opik_loaded(PackMetric); "
             "print(isinstance(m, BaseMetric))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from opik_metrics.metrics.microbatch import MicroBatcher
+from opik_metrics.metric_kit.microbatch import MicroBatcher
 
 
 def _slow_square(calls: list[list[int]]):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from opik_metrics.core import MetricInputError, Signature, Statistics
 from opik_metrics.core.inputs import require_references
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 
 if TYPE_CHECKING:
     from opik_metrics.text.cider import DocumentFrequency

@@ -8,7 +8,7 @@ from itertools import repeat
 from typing import Any, Iterable
 
 from opik_metrics.execution.context import speed_helpers_on
-from opik_metrics.metrics.base import ScoreResult
+from opik_metrics.metric_kit.base import ScoreResult
 
 FIELD_ORDER = ("name", "value", "reason", "category_name", "metadata")
 if tuple(f.name for f in dataclasses.fields(ScoreResult))[:len(FIELD_ORDER)] != FIELD_ORDER:

@@ -14,7 +14,7 @@ import sys
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
-from opik_metrics.metrics.opik_settings import nothing_configured, opik_settings
+from opik_metrics.metric_kit.opik_settings import nothing_configured, opik_settings
 
 
 def register_with_opik(metric_class: type) -> None:

@@ -14,10 +14,10 @@ import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``o
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
-from opik_metrics.metrics.card import MetricCard, register, with_constructor_defaults
-from opik_metrics.metrics.collector import collector_paused
-from opik_metrics.metrics.opik_results import scoring_inputs
-from opik_metrics.metrics.server_range import SCORE_LIMIT, mark_unstorable, unsent, value_of
+from opik_metrics.metric_kit.card import MetricCard, register, with_constructor_defaults
+from opik_metrics.metric_kit.collector import collector_paused
+from opik_metrics.metric_kit.opik_results import scoring_inputs
+from opik_metrics.metric_kit.server_range import SCORE_LIMIT, mark_unstorable, unsent, value_of
 
 if TYPE_CHECKING:
     from opik_metrics.execution.kernels import Kernel
@@ -53,7 +53,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
 
     It subclasses the lightweight ``BaseMetric`` the opik wheel ships (``_opik``, the base of
     ``opik.evaluation.metrics.BaseMetric``) so that scoring text never pays ``import opik`` (6 s);
-    ``track=True`` adds what Opik's full class adds (see ``metrics/tracking.py``).
+    ``track=True`` adds what Opik's full class adds (see ``metric_kit/tracking.py``).
 
     A metric's corpus score comes either from summable per-item statistics (``StatisticsMetric``,
     the base of ``ReferenceMetric`` and ``ReferenceFreeMetric``) or from the whole set at once
@@ -86,7 +86,7 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
             raise ValueError("project_name can be set only when `track` is set to True")
         super().__init__(name=name, track=track, project_name=project_name)
         if track:
-            from opik_metrics.metrics.tracking import track_scoring
+            from opik_metrics.metric_kit.tracking import track_scoring
             track_scoring(self, project_name, PackMetric)
 
     # -- what the metric states -------------------------------------------------------------
@@ -476,7 +476,7 @@ class ReferenceFreeMetric(ReferenceFreeInputs, StatisticsMetric):
 
 
 def _register_with_loaded_opik() -> None:
-    from opik_metrics.metrics.tracking import register_if_opik_loaded
+    from opik_metrics.metric_kit.tracking import register_if_opik_loaded
     register_if_opik_loaded(PackMetric)
 
 

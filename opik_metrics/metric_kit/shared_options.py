@@ -1,7 +1,7 @@
 """Command-line options that several metrics declare alike (the command line adds each once)."""
 from __future__ import annotations
 
-from opik_metrics.metrics.card import Option
+from opik_metrics.metric_kit.card import Option
 
 LOWERCASE = Option("--lowercase", "lowercase", action="store_true", help="lowercase before scoring (BLEU, chrF)")
 CAPTION_TOKENIZE = Option("--caption-tokenize", "tokenize", choices=("ptb", "none"),

@@ -7,7 +7,7 @@ import abc
 from typing import Any, Sequence, Union
 
 from opik_metrics.core import Signature
-from opik_metrics.metrics.base import ReferenceMetric, ScoreResult
+from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 
 
 class SacrebleuFamilyMetric(ReferenceMetric):
