@@ -63,11 +63,17 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
         bar.update(stop - start)
     bar.close()
     corpus: dict[str, float] = {}
-    for name, total in totals.items():
-        made = summed[name].from_statistics(total)
+    ordered: dict[str, str] = {}          # each metric's signature, then its corpus scores'
+    for metric in metrics:
+        if metric.name in signatures:
+            ordered[metric.name] = signatures[metric.name]
+        if metric.name not in totals:
+            continue
+        made = metric.from_statistics(totals[metric.name])
         for corpus_result in made if isinstance(made, list) else [made]:   # COCOCaption: one per key
             corpus[corpus_result.name] = corpus_result.value
-            signatures[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
+            ordered[corpus_result.name] = str((corpus_result.metadata or {}).get("signature", ""))
+    signatures = {**ordered, **signatures}
     parts = sorted(set().union(*(facts_of(metric).part_names for metric in metrics)))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures, "parts": parts}
