@@ -19,7 +19,7 @@ from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import as_test_results, summarize
 from opik_metrics.experiments.experiment_scorers import ExperimentScorer, experiment_scorers, run_experiment_scorers
-from opik_metrics.scoring import score_chunk
+from opik_metrics.scoring import check_metrics, score_chunk
 from opik_metrics.experiments.spans import tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.experiments.store.records import dumps, utc_now
@@ -32,19 +32,6 @@ HISTORY = "rescores"         # config key: each finished rescore (its metrics, w
 
 class MetricPresent(StoreError):
     """A metric the experiment already has, asked for again without ``replace``."""
-
-
-def _check_metrics(metrics: Sequence[Any]) -> None:
-    if not metrics:
-        raise ValueError("scoring_metrics: give at least one metric to add")
-    seen: set[str] = set()
-    for k, metric in enumerate(metrics):
-        name = getattr(metric, "name", None)
-        if not callable(getattr(metric, "score", None)) or not name:
-            raise ValueError(f"metric {k}: expected an Opik metric (with .name and .score), got {metric!r}")
-        if name in seen:
-            raise ValueError(f"metric {k}: two metrics are named {name!r}; give one a name= of its own")
-        seen.add(name)
 
 
 def _check_score_names(name: str, owners: dict[str, str], metrics: Sequence[Any]) -> None:
@@ -97,7 +84,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
     and corpus scores and facts; see the module's docstring. ``scorers``: experiment-level scores
     (default: the metrics' corpus scores). Failed items stay failed, with their reason."""
     metrics = list(metrics)
-    _check_metrics(metrics)
+    check_metrics(metrics, "scoring_metrics")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive integer, got {chunk_size!r}")
     started = time.perf_counter()

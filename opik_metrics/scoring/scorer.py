@@ -46,6 +46,22 @@ def batch_fields(metric: Any) -> dict[str, str]:
     return dict(getattr(metric, "batch_fields", None) or {})
 
 
+def check_metrics(metrics: Sequence[Any], argument: str = "metrics") -> None:
+    """Refuse, naming the metric, an empty list (``argument``: what the caller calls it), an object
+    that is not an Opik metric (a ``name`` and a ``score``) and two metrics of one name (their
+    scores would be stored as one)."""
+    if not metrics:
+        raise ValueError(f"{argument}: give at least one metric to add")
+    seen: set[str] = set()
+    for k, metric in enumerate(metrics):
+        name = getattr(metric, "name", None)
+        if not callable(getattr(metric, "score", None)) or not name:
+            raise ValueError(f"metric {k}: expected an Opik metric (with .name and .score), got {metric!r}")
+        if name in seen:
+            raise ValueError(f"metric {k}: two metrics are named {name!r}; give one a name= of its own")
+        seen.add(name)
+
+
 class Scorer:
     """Scores items with ``metrics``, in order."""
 

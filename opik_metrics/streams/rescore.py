@@ -24,6 +24,7 @@ from opik_metrics.metric_kit.tracking import scoring_untracked
 from opik_metrics.streams.fields import FieldMap
 from opik_metrics.streams.output import (RECORD_SUFFIX, RECORD_TMP_SUFFIX, RunLock, columns, output_format,
                                          read_metadata, read_rows, write_atomically, write_rows)
+from opik_metrics.scoring import check_metrics
 from opik_metrics.scoring.rows import Aggregator, statistics_column
 from opik_metrics.streams.run import DEFAULT_CHUNK, LocalEngine, read_references, score_source
 from opik_metrics.streams.sources import open_source
@@ -63,7 +64,7 @@ def rescore_records(path: str | os.PathLike, metrics: Sequence[Any], *, input_pa
     reference of the input, as the first run fits them."""
     path = str(path)
     metrics = list(metrics)
-    _check_metrics(metrics)
+    check_metrics(metrics)
     fmt = output_format(path)
     if not os.path.isfile(path):
         raise RecordsError(f"{path}: no such record file")
@@ -128,19 +129,6 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
         _rewrite_run_record(path, run, signatures, whole)
     _remove_side_file(side)
     return result, drop
-
-
-def _check_metrics(metrics: Sequence[Any]) -> None:
-    if not metrics:
-        raise ValueError("metrics: give at least one metric to add")
-    seen: set[str] = set()
-    for k, metric in enumerate(metrics):
-        name = getattr(metric, "name", None)
-        if not callable(getattr(metric, "score", None)) or not name:
-            raise ValueError(f"metric {k}: expected an Opik metric (with .name and .score), got {metric!r}")
-        if name in seen:
-            raise ValueError(f"metric {k}: two metrics are named {name!r}; give one a name= of its own")
-        seen.add(name)
 
 
 def _recorded_facts(metadata: dict[str, Any]) -> dict[str, MetricFacts]:
