@@ -83,13 +83,17 @@ def test_store_commands_never_import_opik(store, tmp_path, command):
     assert "opik" not in imported, out
 
 
-def test_scoring_a_record_file_never_imports_opik(tmp_path):
+def test_scoring_and_rescoring_a_record_file_never_import_opik(tmp_path):
     records = tmp_path / "records.jsonl"
     records.write_text("\n".join(json.dumps({"output": "a cat sat", "reference": "the cat sat"}) for _ in range(3)),
                        encoding="utf-8")
     code, out, imported = _run([*CLI, "score", "-i", str(records), "-o", str(tmp_path / "scores.jsonl"),
                                 "-m", "rouge", "-m", "bleu", "--no-progress"], tmp_path)
     assert code == 0, out
+    assert "opik" not in imported
+    code, out, imported = _run([*CLI, "experiments", "rescore", str(tmp_path / "scores.jsonl"), "-m", "meteor",
+                                "--no-progress"], tmp_path)           # a metric added to the record file
+    assert code == 0 and "rescored record file" in out, out
     assert "opik" not in imported
 
 
