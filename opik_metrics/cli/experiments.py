@@ -125,10 +125,14 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.metric))
     if is_record_file(args.name):
         return _rescore_records(args, names)
-    if args.input is not None:
+    if args.input is not None or args.input_format is not None:
         from opik_metrics.cli.errors import CLIError
-        raise CLIError(f"--input goes with a record file; {args.name!r} is a stored experiment (its outputs are "
-                       "in the store)")
+        from opik_metrics.compare.sources import RECORD_FILE_SUFFIXES
+
+        if args.name.lower().endswith(RECORD_FILE_SUFFIXES):
+            raise CLIError(f"{args.name}: no such record file")
+        raise CLIError(f"--input and --input-format go with a record file; {args.name!r} is a stored experiment "
+                       "(its outputs are in the store)")
     with ExperimentStore(args.store, create=False) as store:
         info = store.info(args.name)
         # CIDEr-D's document frequencies are left to rescore_local, which fits them on every stored item's
@@ -174,8 +178,8 @@ def _rescore_records(args: argparse.Namespace, names: list[str]) -> int:
 
     # metrics fitted on the whole set (CIDEr-D) are fitted by rescore_records on every reference of the input
     metrics = build_metrics(names, args, None, track=False)
-    added = rescore_records(args.name, metrics, input_path=args.input, replace=args.replace,
-                        progress=not args.no_progress)
+    added = rescore_records(args.name, metrics, input_path=args.input, input_format=args.input_format,
+                            replace=args.replace, progress=not args.no_progress)
     means = {n: v for n, v in added.aggregate.items() if n not in added.corpus_names}
     corpus = {n: v for n, v in added.aggregate.items() if n in added.corpus_names}
     if args.format == "json":
@@ -272,6 +276,9 @@ def register(subparsers: Any) -> None:
     rescore.add_argument("--input", metavar="PATH",
                          help="for a record file: the file it was scored from (default: the one its .run.json "
                               "names, if unchanged since); rows are checked by id")
+    rescore.add_argument("--input-format", choices=["jsonl", "csv", "parquet"],
+                         help="for a record file: the format of --input when its extension does not say (default: "
+                              "the one the file was scored with)")
     rescore.add_argument("--metric", "-m", action="append", required=True, choices=list(metric_classes()),
                          help="metric to add (repeatable)")
     rescore.add_argument("--replace", action="store_true",

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from opik_metrics.execution.worker_pools import WorkerPool
 
-# worker_pools (multiprocessing, concurrent.futures) is imported when a pool is wanted: every
-# score_batch asks this module whether the speed helpers are on, and most never start a pool
+# worker_pools (multiprocessing, concurrent.futures) is imported when a pool is wanted: the metrics'
+# speed helpers ask this module whether they are on, and need nothing more
 _current: ContextVar["ScoringContext | None"] = ContextVar("opik_metrics_scoring_context", default=None)
 
 
 class ScoringContext:
-    """Owns the kernel pools of ``score_batch`` (one per worker count) for a ``with`` block.
+    """Owns the kernel pools of ``score_batch`` (one per worker count) for a ``with`` block, in the
+    thread that enters it (a context variable: threads started inside the block start outside it).
 
     Args:
         start_method: how its workers start: "fork", "forkserver" or "spawn"; None: fork where

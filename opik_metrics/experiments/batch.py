@@ -8,6 +8,7 @@ from tqdm.auto import tqdm
 
 from opik_metrics.core import MetricInputError, facts_of
 from opik_metrics.experiments.contexts import fit_corpus_contexts
+from opik_metrics.metric_kit.server_range import unsent, value_of
 from opik_metrics.scoring import Scorer
 
 
@@ -48,10 +49,10 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
         for k, results in enumerate(scorer.results(inputs), start):
             by_metric: dict[str, list] = {}
             for metric_name, res in results:
-                if res.scoring_failed:
+                if res.scoring_failed and not unsent(res):
                     raise MetricInputError(f"item {k}: {metric_name}: {res.reason}")
                 by_metric.setdefault(metric_name, []).append(res)
-                items[k][res.name] = res.value
+                items[k][res.name] = value_of(res)      # an inf perplexity is shown here, not sent to a server
                 if res.reason:
                     reasons[k][res.name] = res.reason
                 sig = (res.metadata or {}).get("signature")

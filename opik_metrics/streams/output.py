@@ -410,8 +410,8 @@ class RunLock:
     """An exclusive ``flock`` on ``<output>.lock`` for the run's life: a second run on the same
     output stops with a clear message instead of deleting or interleaving the first one's parts."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.fd = path, None
+    def __init__(self, path: Path, hint: str = "wait for it or choose another --output") -> None:
+        self.path, self.fd, self.hint = path, None, hint
         try:
             import fcntl
         except ImportError:                   # not POSIX: runs are not locked
@@ -423,8 +423,7 @@ class RunLock:
             except BlockingIOError:
                 os.close(fd)
                 holder = path.read_text(encoding="utf-8", errors="replace").strip() or "another process"
-                raise OutputError(f"another run ({holder}) is writing {str(path)[:-len('.lock')]}; wait for it "
-                                  "or choose another --output") from None
+                raise OutputError(f"another run ({holder}) is writing {str(path)[:-len('.lock')]}; {hint}") from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(path).st_ino
             except FileNotFoundError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,12 +75,14 @@ def rescore_records(path: str | os.PathLike, metrics: Sequence[Any], *, input_pa
                            "--input ... --output` (or by an older version); score its input again")
     recorded = _recorded_facts(metadata)
     run = _run_record(path)
-    source_path = _input_of(path, run, input_path)
-    source = open_source(source_path, input_format)
     id_field = str(metadata.get("id_field") or "")
+    source_path = _input_of(path, run, input_path, has_ids=bool(id_field))
+    if input_format is None and run is not None and _same_file(source_path, run["run"].get("input")):
+        input_format = run["run"].get("format")       # what the first run was told with --input-format
+    source = open_source(source_path, input_format)
     carried = [*([id_field] if id_field else []), *[str(c) for c in metadata.get("keep") or []]]
     fields = FieldMap({k: tuple(v) for k, v in (metadata.get("fields") or {}).items()}, id_field=id_field)
-    lock = RunLock(Path(f"{path}.lock"))       # the lock `score` takes on its output: one writer at a time
+    lock = RunLock(Path(f"{path}.lock"), "wait for it")      # the lock `score` takes on its output: one writer
     try:
         result, drop = _add(path, fmt, metrics, metadata, recorded, run, source, fields, carried, replace,
                             chunk_size, progress)
@@ -105,9 +108,11 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
     merged = [*kept, *new]
     _check_score_names(path, kept, new)
     cols = columns(merged, carried)        # a new score named like a kept column: OutputError
+    # a metric without a signature cannot say it is the one an interrupted add used: never resumed
+    fresh = any(f.signature is None for f in new)
     with scoring_untracked():
         result = score_source(source, LocalEngine(metrics), output=side, fields=fields, chunk_size=chunk_size,
-                              progress=progress)
+                              progress=progress, overwrite=fresh)
     gone = {s.name for f in recorded.values() if f.metric in drop for s in f.scores}
     gone |= {*drop, *(statistics_column(name) for name in drop)}
     history = [*(metadata.get(HISTORY) or []),
@@ -119,14 +124,15 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
     whole = Aggregator(merged, carried)
     tmp = Path(f"{path}.tmp")
     try:
-        write_rows(tmp, fmt, cols, _joined(path, side, fields.id_field or "", source_path, gone, whole),
+        write_rows(tmp, fmt, cols, _joined(path, side, fields.id_field or "", source_path, gone,
+                                           _part_starts(list(recorded.values())), whole),
                    metadata=meta, text=carried)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
-    if run is not None:
-        _rewrite_run_record(path, run, signatures, whole)
+    if run is not None:         # the run key names every metric, "None" for one without a signature (as score's)
+        _rewrite_run_record(path, run, {f.metric: str(f.signature) for f in merged}, signatures, whole)
     _remove_side_file(side)
     return result, drop
 
@@ -150,14 +156,20 @@ def _run_record(path: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and isinstance(record.get("run"), dict) else None
 
 
-def _input_of(path: str, record: dict[str, Any] | None, given: str | os.PathLike | None) -> str:
-    """The file whose records are scored: ``given``, else the one the run record names, unchanged."""
+def _input_of(path: str, record: dict[str, Any] | None, given: str | os.PathLike | None, *, has_ids: bool) -> str:
+    """The file whose records are scored: ``given``, else the one the run record names, unchanged.
+    Without ids nothing could tell another file from it, so then only that file, unchanged, is taken."""
+    run = (record or {}).get("run") or {}
+    named = run.get("input")
     if given is not None:
         if not os.path.isfile(given):
             raise RecordsError(f"--input {given}: no such file")
-        return str(given)
-    run = (record or {}).get("run") or {}
-    named = run.get("input")
+        if has_ids:
+            return str(given)
+        if not _same_file(str(given), named):
+            raise RecordsError(f"{path} has no id column, so its rows cannot be checked against the records of "
+                               f"{given}: only the file it was scored from ({named or 'unknown: no run record'}) "
+                               "can give them; score the new input again instead")
     if not isinstance(named, str):
         raise RecordsError(f"{path} keeps no texts and no record of its input ({path}{RECORD_SUFFIX} is missing): "
                            "name the file it was scored from with --input (rows are checked by id)")
@@ -165,9 +177,16 @@ def _input_of(path: str, record: dict[str, Any] | None, given: str | os.PathLike
         raise RecordsError(f"{path} was scored from {named}, which is gone: name its records with --input")
     stat = os.stat(named)
     if (stat.st_size, stat.st_mtime_ns) != (run.get("input_size"), run.get("input_mtime_ns")):
+        if given is not None and has_ids:
+            return named
         raise RecordsError(f"{named} changed since {path} was scored from it: its records may not be the ones "
-                           f"scored; pass --input {named} to score it anyway (rows are checked by id)")
+                           "scored; " + (f"pass --input {named} to score it anyway (rows are checked by id)" if has_ids
+                                         else f"{path} has no id column to check them by: score it again"))
     return named
+
+
+def _same_file(a: str, b: Any) -> bool:
+    return isinstance(b, str) and os.path.isfile(a) and os.path.isfile(b) and os.path.samefile(a, b)
 
 
 def _side_file(path: str, facts: Sequence[MetricFacts], source_path: str) -> str:
@@ -209,7 +228,7 @@ def _check_score_names(path: str, kept: Sequence[MetricFacts], new: Sequence[Met
                                f"{owners[taken[0]]!r} already wrote; name= it otherwise")
 
 
-def _joined(path: str, side: str, id_field: str, source_path: str, gone: set[str],
+def _joined(path: str, side: str, id_field: str, source_path: str, gone: set[str], names: re.Pattern | None,
             whole: Aggregator) -> Iterator[list[dict]]:
     """The file's rows with the new metrics' columns, a thousand at a time, each added to ``whole``;
     a row that does not pair with its record (another index, another id) is a RecordsError."""
@@ -227,7 +246,7 @@ def _joined(path: str, side: str, id_field: str, source_path: str, gone: set[str
                                "from these records")
         row = {k: v for k, v in old.items() if k not in gone and k != "reason"}
         row.update({k: v for k, v in new.items() if k not in ("index", "reason", id_field) and v is not None})
-        row["reason"] = _reason(old.get("reason"), new.get("reason"), gone)
+        row["reason"] = _reason(old.get("reason"), new.get("reason"), gone, names)
         whole.add(row)
         batch.append(row)
         count += 1
@@ -239,17 +258,28 @@ def _joined(path: str, side: str, id_field: str, source_path: str, gone: set[str
     yield batch
 
 
-def _reason(old: str | None, new: str | None, gone: set[str]) -> str | None:
-    """Both rows' reasons, once each; the replaced metrics' own reasons go with their scores."""
-    parts = [p for p in (old or "").split("; ") if p and p.split(": ", 1)[0] not in gone]
-    parts += [p for p in (new or "").split("; ") if p]
-    return "; ".join(dict.fromkeys(parts)) or None
+def _reason(old: str | None, new: str | None, gone: set[str], names: re.Pattern | None) -> str | None:
+    """Both rows' reasons, once each; the replaced metrics' own reasons go with their scores. A row's
+    reason joins "NAME: why" parts with "; " (``RowMaker``), and a why may hold "; " itself, so it
+    is cut only where a metric's or score's name starts the next part (``names``)."""
+    parts = [] if not old else [old] if names is None else names.split(old)
+    kept = [p for p in parts if p and p.split(": ", 1)[0] not in gone]
+    if new:
+        kept.append(new)
+    return "; ".join(dict.fromkeys(kept)) or None
 
 
-def _rewrite_run_record(path: str, record: dict[str, Any], signatures: dict[str, str], whole: Aggregator) -> None:
+def _part_starts(facts: Sequence[MetricFacts]) -> re.Pattern | None:
+    """Where a row's reason of metrics ``facts`` may be cut into parts: before "; NAME: "."""
+    names = sorted({f.metric for f in facts} | {s.name for f in facts for s in f.scores}, key=len, reverse=True)
+    return re.compile("; (?=(?:" + "|".join(map(re.escape, names)) + "): )") if names else None
+
+
+def _rewrite_run_record(path: str, record: dict[str, Any], run_metrics: dict[str, str], signatures: dict[str, str],
+                        whole: Aggregator) -> None:
     """The run record beside the file, naming every metric now in it and the aggregates over all of
     them (what ``score`` prints when it finds the file complete)."""
-    run = {**record["run"], "metrics": signatures}
+    run = {**record["run"], "metrics": run_metrics}
     write_atomically(Path(path + RECORD_SUFFIX), json.dumps(
         {**record, "run": run, "aggregate": whole.aggregate(), "counts": whole.counts(), "items": whole.rows,
          "unscored": whole.unscored, "signatures": signatures, "opik_metrics": ours()}, indent=2))

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 import sacrebleu
+from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics import BLEU, CIDEr, METEOR, ROUGE
 from opik_metrics.cli import main
@@ -156,4 +157,75 @@ def test_the_command_adds_metrics_to_a_record_file(tmp_path, capsys):
     assert "metric 'meteor' is already there" in err and len(err.strip().splitlines()) == 1
     assert main(["experiments", "rescore", "some-experiment", "--input", str(source), "-m", "bleu",
                  "--store", str(tmp_path / "s.sqlite")]) == 2
-    assert "--input goes with a record file" in capsys.readouterr().err
+    assert "--input and --input-format go with a record file" in capsys.readouterr().err
+
+
+class Picky(base_metric.BaseMetric):
+    """An Opik metric of the user's (no signature) that fails on an empty output with ``message``."""
+
+    def __init__(self, message="bad", value=1.0, name="picky"):
+        super().__init__(name=name, track=False)
+        self.message, self.value = message, value
+
+    def score(self, output, reference=None, **ignored):
+        if not output:
+            raise ValueError(self.message)
+        return score_result.ScoreResult(name=self.name, value=self.value)
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_replaced_metrics_reason_goes_whole_even_with_a_semicolon(tmp_path):
+    source = _write(tmp_path / "in.jsonl", [{"id": "a", "output": "", "reference": "x"}])
+    score_file(str(source), [Picky("bad output; the checkpoint is damaged"), ROUGE()],
+               output=str(tmp_path / "a.jsonl"), progress=False)
+    rescore_records(tmp_path / "a.jsonl", [Picky("fixed")], replace=True, progress=False)
+    reason = [r["reason"] for r in read_rows(str(tmp_path / "a.jsonl"))][0]
+    assert "damaged" not in reason and reason.endswith("picky: ValueError: fixed")
+    assert reason.startswith("rouge1_precision: output has no tokens")          # ROUGE's own reason stays
+
+
+def test_another_input_is_refused_when_the_file_has_no_ids(tmp_path):
+    source = _write(tmp_path / "in.jsonl", [{"output": "the cat", "reference": "the cat sat"},
+                                             {"output": "dog", "reference": "a dog"}])
+    other = _write(tmp_path / "other.jsonl", [{"output": "zzz", "reference": "qqq"},
+                                               {"output": "www", "reference": "vvv"}])
+    score_file(str(source), [ROUGE()], output=str(tmp_path / "a.jsonl"), fields=FieldMap(id_field=""),
+               progress=False)
+    with pytest.raises(RecordsError, match="has no id column, so its rows cannot be checked against"):
+        rescore_records(tmp_path / "a.jsonl", [BLEU()], input_path=other, progress=False)
+    rescore_records(tmp_path / "a.jsonl", [BLEU()], input_path=source, progress=False)   # its own input: taken
+    os.utime(source, ns=(1, 1))
+    with pytest.raises(RecordsError, match="changed since .* has no id column to check them by"):
+        rescore_records(tmp_path / "a.jsonl", [CIDEr()], input_path=source, progress=False)
+
+
+def test_an_input_read_with_input_format_is_read_so_again(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "data.txt", [{"id": "a", "output": "the cat", "reference": "the cat sat"}])
+    assert main(["score", "--input", "data.txt", "--input-format", "jsonl", "--output", "a.jsonl", "-m", "rouge",
+                 "--no-progress"]) == 0
+    assert main(["experiments", "rescore", "a.jsonl", "-m", "bleu", "--no-progress"]) == 0
+    assert main(["experiments", "rescore", "gone.jsonl", "--input", "data.txt", "-m", "bleu"]) == 2
+    assert "gone.jsonl: no such record file" in capsys.readouterr().err
+
+
+def test_a_metric_without_a_signature_never_resumes_another_ones_rows(tmp_path):
+    source, _ = _input(tmp_path, n=30)
+    _scored(source, tmp_path / "a.jsonl", [ROUGE()])
+
+    class Stopping(Picky):
+        def score(self, output, reference=None, **ignored):
+            self.calls = getattr(self, "calls", 0) + 1
+            if self.calls > 20:
+                raise KeyboardInterrupt
+            return super().score(output, reference)
+
+    with pytest.raises(KeyboardInterrupt):
+        rescore_records(tmp_path / "a.jsonl", [Stopping(value=1.0)], chunk_size=10, progress=False)
+    added = rescore_records(tmp_path / "a.jsonl", [Picky(value=2.0)], chunk_size=10, progress=False)
+    assert added.resumed_from == 0
+    assert {r.get("picky") for r in read_rows(str(tmp_path / "a.jsonl"))} <= {2.0, None}
