@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from tqdm.auto import tqdm
 
-from opik_metrics.core import MetricInputError, facts_of
+from opik_metrics.core import MetricInputError, facts_of, require_references, require_text
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.metric_kit.server_range import unsent, value_of
 from opik_metrics.scoring import Scorer
@@ -44,8 +44,7 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     bar = tqdm(total=n, desc="scoring", unit="item", disable=not progress, leave=False)
     for start in range(0, n, chunk_size):
         stop = min(n, start + chunk_size)
-        inputs = [{"output": outputs[k]} if references is None else {"output": outputs[k], "reference": references[k]}
-                  for k in range(start, stop)]
+        inputs = [_checked(outputs, references, k) for k in range(start, stop)]
         for k, results in enumerate(scorer.results(inputs), start):
             by_metric: dict[str, list] = {}
             for metric_name, res in results:
@@ -78,3 +77,10 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     parts = sorted(set().union(*(facts_of(metric).part_names for metric in metrics)))
     return {"items": items, "aggregate": {**aggregate(items), **corpus},
             "reasons": reasons, "signatures": signatures, "parts": parts}
+
+
+def _checked(outputs: Sequence[str], references: Sequence[Sequence[str]] | None, k: int) -> dict[str, Any]:
+    """Item ``k``'s scoring inputs, checked: a bad one is a MetricInputError naming the item and field."""
+    if references is None:
+        return {"output": require_text(outputs[k], "output", k)}
+    return {"output": require_text(outputs[k], "output", k), "reference": require_references(references[k], "reference", k)}
