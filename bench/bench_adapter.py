@@ -70,6 +70,7 @@ def main(n: int = 10_000) -> list:
 def both_cores_rows(predictions: list, references: list, n: int = 200_000, rounds: int = 3) -> list:
     """``score_batch(workers=2)`` against ``workers=1``, interleaved, best of ``rounds`` each."""
     from opik_metrics import ROUGE
+    from opik_metrics.execution import ScoringContext
     from opik_metrics.execution.worker_pools import available_cores
 
     if available_cores() < 2:
@@ -80,16 +81,17 @@ def both_cores_rows(predictions: list, references: list, n: int = 200_000, round
     rows = []
     for use_stemmer in (False, True):
         metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
-        metric.score_batch(preds[:40_000], refs[:40_000], workers=2)     # the pool starts once, as in a session
-        one = two = float("inf")
-        spread = None
-        for _ in range(rounds):
-            del spread        # each call from a collected heap, as in _timed (and its own results' collection included)
-            serial, seconds = _timed(lambda: metric.score_batch(preds, refs, workers=1))
-            one = min(one, seconds)
-            del serial
-            spread, seconds = _timed(lambda: metric.score_batch(preds, refs, workers=2))
-            two = min(two, seconds)
+        with ScoringContext():    # a session's pool: started once, here, and kept for the timed batches
+            metric.score_batch(preds[:40_000], refs[:40_000], workers=2)
+            one = two = float("inf")
+            spread = None
+            for _ in range(rounds):
+                del spread    # each call from a collected heap, as in _timed (and its own results' collection included)
+                serial, seconds = _timed(lambda: metric.score_batch(preds, refs, workers=1))
+                one = min(one, seconds)
+                del serial
+                spread, seconds = _timed(lambda: metric.score_batch(preds, refs, workers=2))
+                two = min(two, seconds)
         serial = metric.score_batch(preds[:20_000], refs[:20_000], workers=1)
         identical = all([r.value for r in a] == [r.value for r in b] for a, b in zip(serial, spread))
         del spread, serial

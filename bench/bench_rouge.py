@@ -272,6 +272,7 @@ def peer_both_cores_rows(n: int, rounds: int = 3) -> list:
     import opik  # noqa: F401
 
     from opik_metrics import ROUGE
+    from opik_metrics.execution import ScoringContext
     from opik_metrics.execution.worker_pools import available_cores
 
     peer = _peer("rouge_score_rs", "rouge-score-rs")
@@ -284,11 +285,12 @@ def peer_both_cores_rows(n: int, rounds: int = 3) -> list:
     rows = []
     for use_stemmer in (False, True):
         metric = ROUGE(rouge_types=ROUGE_TYPES, use_stemmer=use_stemmer, track=False)
-        metric.score_batch(preds[:40_000], refs[:40_000], workers=2)     # the pool starts once
-        score = peer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer).score
-        ours_s, peer_s, scored, theirs = _interleaved(
-            lambda: metric.score_batch(preds, refs, workers=2),
-            lambda: _unscanned(lambda: [score(r, p) for p, r in zip(preds[:count], refs[:count])]), rounds)
+        with ScoringContext():       # a session's pool: started once, here, and kept for the timed batches
+            metric.score_batch(preds[:40_000], refs[:40_000], workers=2)
+            score = peer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer).score
+            ours_s, peer_s, scored, theirs = _interleaved(
+                lambda: metric.score_batch(preds, refs, workers=2),
+                lambda: _unscanned(lambda: [score(r, p) for p, r in zip(preds[:count], refs[:count])]), rounds)
         difference = _max_difference([[r.value for r in results] for results in scored[:count]], theirs, ROUGE_TYPES)
         rows.append(_peer_row(f"ROUGE-1+2+L metric.score_batch, stemmer {'on' if use_stemmer else 'off'}, "
                               f"both cores (workers=2)", "rouge-score-rs (one core)", big, ours_s, count, peer_s,
