@@ -26,6 +26,7 @@ SECTION_MEANS = "Means with confidence intervals"
 SECTION_DIFFERENCES = "Paired differences"
 _LABEL_CHARS = 28
 _MAX_BINS = 40
+_ROUNDING = 1e-12         # differences within this (relative) span are one value: float rounding, not a spread
 _JITTER_SEED = 0
 
 
@@ -236,9 +237,10 @@ def _means_metric_figure(comparison: Comparison, metric: ScoreSummary) -> Figure
 # ----------------------------------------------------------------------------- paired differences
 
 def _bins(differences: np.ndarray) -> np.ndarray:
-    """Histogram edges: numpy's "auto" rule, at most 40 bins, a narrow range when all values are equal."""
+    """Histogram edges: numpy's "auto" rule, at most 40 bins, a narrow range when all values are equal
+    (or equal but for float rounding, where numpy cannot make finite-sized bins)."""
     low, high = float(differences.min()), float(differences.max())
-    if high - low <= 0:
+    if high - low <= _ROUNDING * max(1.0, abs(low), abs(high)):
         span = max(abs(low) * 0.05, 1e-3)
         return np.linspace(low - span, high + span, 11)
     edges = np.histogram_bin_edges(differences, bins="auto")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from opik_metrics.core import CorpusFacts, MetricFacts, resolve_formula
+from opik_metrics.core import CorpusFacts, MetricFacts, read_recorded_facts, resolve_formula
 
 
 @dataclass
@@ -88,17 +88,7 @@ class ExperimentRecords:
 def recorded_facts(config: Any) -> dict[str, MetricFacts]:
     """The facts of each metric recorded in an experiment config (``config["metrics"]``); an entry
     that is not facts is skipped."""
-    recorded = config.get("metrics") if isinstance(config, dict) else None
-    if not isinstance(recorded, dict):
-        return {}
-    out = {}
-    for name, entry in recorded.items():
-        if isinstance(entry, dict) and "metric" in entry:
-            try:
-                out[str(name)] = MetricFacts.from_dict(entry)
-            except (KeyError, TypeError, ValueError):
-                continue
-    return out
+    return read_recorded_facts(config.get("metrics") if isinstance(config, dict) else None)[0]
 
 
 def check_formulas(experiment: str, config: Any) -> None:

@@ -35,7 +35,7 @@ def format_comparison(comparison: Comparison) -> str:
              + (f"; a verdict needs at least {minimum} paired items" if minimum else "")]
     for pair in comparison.pairs:
         a, b = pair.baseline, pair.system
-        lines.append(f"\n{b} vs {a} (baseline), {pair.shared_items} shared items")
+        lines.append("\n" + one_line(f"{b} vs {a} (baseline), {pair.shared_items} shared items"))
         rows, row_notes = [], []
         for metric in comparison.metrics:
             name = metric.name
@@ -47,13 +47,13 @@ def format_comparison(comparison: Comparison) -> str:
                          fmt_num(entry.delta, signed=True), fmt_p(entry.p_value), verdict_text(pair, name),
                          fmt_num(entry.n), wtl])
             if entry.note:
-                row_notes.append(f"  {name}: {entry.note}")
+                row_notes.append(one_line(f"  {name}: {entry.note}"))
         lines.append(format_table(["score", a, b, "delta", "p", "verdict", "n", "wins/ties/losses"], rows))
         lines.extend(row_notes)
     failed = {name: len(items) for name, items in comparison.failed_items.items() if items}
     if failed:
-        lines.append("\nfailed items: " + ", ".join(f"{name} {count}" for name, count in failed.items()))
+        lines.append("\n" + one_line("failed items: " + ", ".join(f"{name} {count}" for name, count in failed.items())))
     if comparison.notes:
         lines.append("\nnotes:")
-        lines.extend(f"- {note}" for note in comparison.notes)
+        lines.extend(one_line(f"- {note}") for note in comparison.notes)
     return "\n".join(lines)

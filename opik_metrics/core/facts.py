@@ -201,14 +201,23 @@ def facts_of(metric: Any) -> MetricFacts:
 
 
 
+def read_recorded_facts(recorded: Any) -> tuple[dict[str, MetricFacts], list[str]]:
+    """The metric facts recorded with scores (an experiment config's or a record file's
+    ``metrics``), and the names of the entries that cannot be read as facts: callers decide
+    whether such an entry is skipped or refused."""
+    facts: dict[str, MetricFacts] = {}
+    unreadable: list[str] = []
+    for name, entry in (recorded.items() if isinstance(recorded, Mapping) else ()):
+        try:
+            if not isinstance(entry, Mapping):
+                raise TypeError(entry)
+            facts[str(name)] = MetricFacts.from_dict(entry)
+        except (KeyError, TypeError, ValueError):
+            unreadable.append(str(name))
+    return facts, unreadable
+
+
 def recorded_parts(recorded: Any) -> set[str]:
     """Names of the part scores (precision, recall) among metric facts recorded in an experiment
     config (``config["metrics"]``), so that tables can show main scores only."""
-    parts: set[str] = set()
-    for entry in (recorded or {}).values() if isinstance(recorded, Mapping) else ():
-        if isinstance(entry, Mapping) and "metric" in entry:
-            try:
-                parts.update(MetricFacts.from_dict(entry).part_names)
-            except (KeyError, TypeError, ValueError):
-                continue
-    return parts
+    return {part for facts in read_recorded_facts(recorded)[0].values() for part in facts.part_names}

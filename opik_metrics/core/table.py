@@ -26,6 +26,7 @@ def _cell(value: Any, digits: int) -> str:
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
     """Render rows under headers; numbers right-aligned, text left-aligned."""
+    headers = [one_line(str(h)) for h in headers]
     cells = [[_cell(v, digits) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     numeric = [all(isinstance(row[i], (int, float)) for row in rows) if rows else False

@@ -10,8 +10,9 @@ from typing import Any, Sequence
 from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 from tqdm.auto import tqdm
 
+from opik_metrics.core.table import one_line
 from opik_metrics.experiments.experiment_scorers import ExperimentScorer, run_experiment_scorers
-from opik_metrics.scoring import score_chunk
+from opik_metrics.scoring import Scorer
 from opik_metrics.experiments.spans import collect_spans, tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredScore
 from opik_metrics.experiments.summary import ExperimentSummary, item_keys
@@ -50,7 +51,7 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
     if not ready:
         return
     start = time.perf_counter()
-    scored = score_chunk(metrics, [{**item.input, **(item.output or {})} for item in ready])
+    scored = Scorer(metrics).results([{**item.input, **(item.output or {})} for item in ready])
     share = (time.perf_counter() - start) / len(ready)
     for item, results in zip(ready, scored):
         store.save_scores(exp_id, item.key, [StoredScore(r.name, metric, r.value, bool(r.scoring_failed),
@@ -102,7 +103,7 @@ def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[An
     todo = store.items(exp_id, ["pending", "output", *(["failed"] if retry_failed else [])])
     total = len(store.items(exp_id))
     status = "interrupted"
-    bar = tqdm(total=total, initial=total - len(todo), desc=f"scoring {name}", unit="item",
+    bar = tqdm(total=total, initial=total - len(todo), desc=one_line(f"scoring {name}"), unit="item",
                disable=not progress)
     try:
         with tracing_disabled(), scoring_untracked():

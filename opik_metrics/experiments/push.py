@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from _opik import ScoreResult   # opik.evaluation.metrics.score_result.ScoreResult, without importing opik
 from tqdm.auto import tqdm
 
+from opik_metrics.core.table import one_line
 from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import (PUSH_ADVICE, answer_failure, choose_backend, client_url,
                                                   server_errors)
@@ -330,7 +331,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         before = _read_back(experiment, limit) if resumed and readable else _Kept()
     with server_errors(url, f"the traces and scores of experiment {remote_name!r}"):
         refs, only_scores = [], []
-        for item, item_id in tqdm(list(zip(scored, ids)), desc=f"pushing {name}", unit="item", disable=not progress):
+        for item, item_id in tqdm(list(zip(scored, ids)), desc=one_line(f"pushing {name}"), unit="item", disable=not progress):
             trace_id = traces[item.key]
             if before.items[trace_id] and trace_id in before.traces:
                 lacking = sent_scores(item) - kept_scores(item, before.scores.get(trace_id, {}))

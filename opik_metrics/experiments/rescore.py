@@ -16,10 +16,11 @@ from tqdm.auto import tqdm
 
 from opik_metrics.core import facts_of
 from opik_metrics.core.versions import ours
+from opik_metrics.core.table import one_line
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import as_test_results, summarize
 from opik_metrics.experiments.experiment_scorers import ExperimentScorer, experiment_scorers, run_experiment_scorers
-from opik_metrics.scoring import check_metrics, score_chunk
+from opik_metrics.scoring import Scorer, check_metrics
 from opik_metrics.experiments.spans import tracing_disabled
 from opik_metrics.experiments.store import ExperimentStore, StoreError, StoredItem, StoredScore
 from opik_metrics.experiments.store.records import dumps, utc_now
@@ -108,7 +109,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
     scored = store.items(exp_id, ["scored"])
     todo = [it for it in scored if not set(names) <= {s.metric for s in it.scores.values()}]
     done = config
-    bar = tqdm(total=len(scored), initial=len(scored) - len(todo), desc=f"rescoring {name}", unit="item",
+    bar = tqdm(total=len(scored), initial=len(scored) - len(todo), desc=one_line(f"rescoring {name}"), unit="item",
                disable=not progress)
     try:
         with tracing_disabled(), scoring_untracked():
@@ -144,7 +145,7 @@ def _score(store: ExperimentStore, exp_id: int, metrics: Sequence[Any], chunk: l
         lacking = [k for k, it in enumerate(chunk) if metric.name not in {s.metric for s in it.scores.values()}]
         if not lacking:
             continue
-        scored = score_chunk([metric], [scoring_inputs(chunk[k]) for k in lacking])
+        scored = Scorer([metric]).results([scoring_inputs(chunk[k]) for k in lacking])
         for k, item_results in zip(lacking, scored):
             new[k].extend(item_results)
             made[k].append(metric.name)

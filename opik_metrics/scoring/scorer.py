@@ -115,8 +115,3 @@ def _batch(metric: Any, inputs: Sequence[dict]) -> list | None:
     except Exception:
         return None
     return batch if len(batch) == len(inputs) else None
-
-
-def score_chunk(metrics: Sequence[Any], inputs: Sequence[dict]) -> list[ItemResults]:
-    """``Scorer(metrics).results(inputs)``."""
-    return Scorer(metrics).results(inputs)

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from opik_metrics.core import MetricFacts, facts_of
+from opik_metrics.core import MetricFacts, facts_of, read_recorded_facts
 from opik_metrics.core.file_names import name_too_long
 from opik_metrics.core.versions import ours
 from opik_metrics.experiments.contexts import fit_corpus_contexts
@@ -73,7 +73,9 @@ def rescore_records(path: str | os.PathLike, metrics: Sequence[Any], *, input_pa
     if metadata is None:
         raise RecordsError(f"{path} has no opik-metrics metadata: it was not written by `opik-metrics score "
                            "--input ... --output` (or by an older version); score its input again")
-    recorded = _recorded_facts(metadata)
+    recorded, unreadable = read_recorded_facts(metadata.get("metrics"))
+    if unreadable:
+        raise RecordsError(f"the metadata of metric {unreadable[0]!r} cannot be read: score the input again")
     run = _run_record(path)
     id_field = str(metadata.get("id_field") or "")
     source_path = _input_of(path, run, input_path, has_ids=bool(id_field))
@@ -115,9 +117,13 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
                               progress=progress, overwrite=fresh)
     gone = {s.name for f in recorded.values() if f.metric in drop for s in f.scores}
     gone |= {*drop, *(statistics_column(name) for name in drop)}
-    history = [*(metadata.get(HISTORY) or []),
-               {"metrics": [m.name for m in metrics], "replaced": drop, "input": os.path.basename(source_path),
-                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "opik-metrics": ours()}]
+    # without replace, a metric dropped is this very add, killed after the file was replaced: its
+    # history entry is written already, and it replaced nothing the file had before it
+    landed = bool(drop) and not replace
+    history = list(metadata.get(HISTORY) or [])
+    if not landed:
+        history.append({"metrics": [m.name for m in metrics], "replaced": drop, "input": os.path.basename(source_path),
+                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "opik-metrics": ours()})
     signatures = {f.metric: str(f.signature) for f in merged if f.signature is not None}
     meta = {**metadata, "metrics": {f.metric: f.as_dict() for f in merged}, "signatures": signatures,
             HISTORY: history}
@@ -134,17 +140,7 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
     if run is not None:         # the run key names every metric, "None" for one without a signature (as score's)
         _rewrite_run_record(path, run, {f.metric: str(f.signature) for f in merged}, signatures, whole)
     _remove_side_file(side)
-    return result, drop
-
-
-def _recorded_facts(metadata: dict[str, Any]) -> dict[str, MetricFacts]:
-    out = {}
-    for name, entry in (metadata.get("metrics") or {}).items():
-        try:
-            out[str(name)] = MetricFacts.from_dict(entry)
-        except (KeyError, TypeError, ValueError):
-            raise RecordsError(f"the metadata of metric {name!r} cannot be read: score the input again") from None
-    return out
+    return result, [] if landed else drop
 
 
 def _run_record(path: str) -> dict[str, Any] | None:

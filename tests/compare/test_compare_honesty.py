@@ -144,3 +144,18 @@ def test_an_output_cut_mid_emoji_still_gives_a_report(tmp_path):
     assert Comparison.from_json(files.json.read_text(encoding="utf-8")) == comparison
     page = files.html.read_text(encoding="utf-8")
     assert "a smiling cat \\ud83d" in page and "cut \\ud83d" in page
+
+
+def test_names_holding_a_newline_stay_on_their_line():
+    """Experiment and score names holding a newline, a carriage return or an escape character are
+    shown escaped in the summary, so that each header and row stays one line."""
+    comparison = compare_experiments([experiment("base\nline", {"s\x1b": [0.1 * k for k in range(8)]}),
+                                      experiment("new\r", {"s\x1b": [0.1 * k + 0.5 for k in range(8)]})], SETTINGS)
+    text = format_comparison(comparison)
+    assert "\r" not in text and "\x1b" not in text
+    assert "\nnew\\r vs base\\nline (baseline), 8 shared items\n" in text
+    header, rule = (line for line in text.splitlines() if line.startswith(("score ", "-----")))
+    assert header.split() == ["score", "base\\nline", "new\\r", "delta", "p", "verdict", "n", "wins/ties/losses"]
+    assert len(rule) >= len(header.rstrip())
+    (row,) = _rows(text, "s\\x1b")
+    assert "new\\r better" in row

@@ -359,6 +359,12 @@ def test_degenerate_comparisons_still_render(tmp_path):
     files = write_report(Comparison.from_dict(comparison), tmp_path / "same")
     assert "not significant" in files.html.read_text(encoding="utf-8")
 
+    # equal but for float rounding (0.1 + 0.2 against 0.3): numpy's own rule cannot bin them
+    rounded = [0.1 + 0.2 if k % 2 else 0.3 for k in range(len(entry["differences"]))]
+    entry.update(differences=rounded)
+    files = write_report(Comparison.from_dict(comparison), tmp_path / "rounded")
+    assert any("-diff-rouge1" in p.name for p in files.plots)
+
     minimal = Comparison(
         created_at="t", source="s", settings=ComparisonSettings(10, 1, 0.95, 0.05, 1e-9, 5, 5, "test"), versions={},
         experiments=(ExperimentSummary("only", None, None, 1, 1, 0, None, None, {}, {}),), metrics=(ScoreSummary("bleu", "corpus", True, "linear", (None, None), None),),

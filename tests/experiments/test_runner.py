@@ -95,7 +95,7 @@ def test_bad_arguments_are_named(tmp_path, kwargs, message):
 
 def test_batch_scoring_honours_a_metrics_text_field():
     """A metric with ``text_field`` scores that input, in the batched path as item by item."""
-    from opik_metrics.scoring import score_chunk
+    from opik_metrics.scoring import Scorer
 
     class Length:
         name = "length"
@@ -110,7 +110,7 @@ def test_batch_scoring_honours_a_metrics_text_field():
             return [[ScoreResult(name="length", value=len(o))] for o in outputs]
 
     inputs = [{"output": "x", "text": "four"}, {"output": "yy", "text": "sixsix"}]
-    got = [[r.value for _, r in item] for item in score_chunk([Length()], inputs)]
+    got = [[r.value for _, r in item] for item in Scorer([Length()]).results(inputs)]
     assert got == [[4], [6]]
 
 

@@ -9,7 +9,7 @@ import pytest
 from _opik import ScoreResult
 
 from opik_metrics.experiments.experiment_scorers import run_experiment_scorers
-from opik_metrics.scoring import as_results, score_chunk
+from opik_metrics.scoring import Scorer, as_results
 from opik_metrics.metric_kit.server_range import mark_unstorable, shown, storable, unsent, value_of
 
 
@@ -40,7 +40,7 @@ def test_an_unstorable_result_is_failed_with_its_value_and_reason_kept():
 
 
 def test_a_users_metric_in_the_runner_is_checked_too():
-    """``opik_metrics.evaluate`` scores a user's own metric through ``score_chunk`` (and its
+    """``opik_metrics.evaluate`` scores a user's own metric through its ``Scorer`` (and its
     experiment scorers through ``run_experiment_scorers``): the same rule holds for them."""
     class Huge:
         name = "huge"
@@ -48,7 +48,7 @@ def test_a_users_metric_in_the_runner_is_checked_too():
         def score(self, output, **ignored):
             return ScoreResult(name="huge", value=float(len(output)) * 1e9)
 
-    (item_a,), (item_b,) = score_chunk([Huge()], [{"output": ""}, {"output": "ab"}])
+    (item_a,), (item_b,) = Scorer([Huge()]).results([{"output": ""}, {"output": "ab"}])
     assert (item_a[1].value, item_a[1].scoring_failed) == (0.0, False)
     assert item_b[1].scoring_failed and item_b[1].metadata == {"unsent_value": 2e9}
     (corpus,) = run_experiment_scorers([lambda results: ScoreResult(name="corpus", value=math.nan)], [])

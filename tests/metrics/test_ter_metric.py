@@ -3,16 +3,13 @@ experiment scores from summed statistics, reasons for empty text, errors naming 
 or option."""
 from __future__ import annotations
 
-import doctest
 from types import SimpleNamespace
 
 import pytest
 from sacrebleu.metrics import TER as SacreTER
 
-import opik_metrics
 from opik_metrics.core import MetricFacts, facts_of
 from opik_metrics.core.inputs import MetricInputError
-from opik_metrics.metrics import ter as ter_module
 from opik_metrics.metrics.ter import TER
 from tests.corpus import realistic_pairs
 from tests.text.chrf_ter_inputs import items
@@ -126,11 +123,3 @@ def test_inputs_errors_name_item_and_field():
 def test_bad_options_name_the_option(option):
     with pytest.raises(ValueError, match=f"^{option} must be True or False, got 'yes'$"):
         TER(track=False, **{option: "yes"})
-
-
-def test_docstring_example(monkeypatch):
-    monkeypatch.setitem(opik_metrics._PUBLIC, "TER", "opik_metrics.metrics.ter")      # until the pack exports it
-    runner = doctest.DocTestRunner()
-    for test in doctest.DocTestFinder().find(ter_module.TER, "TER", globs={}):
-        runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0 and runner.tries > 0

@@ -135,7 +135,10 @@ def test_an_add_stopped_after_replacing_the_file_finishes(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         rescore_records(tmp_path / "a.jsonl", [METEOR()], progress=False)
     monkeypatch.undo()
-    rescore_records(tmp_path / "a.jsonl", [METEOR()], progress=False)     # not refused: the same add, finished
+    finished = rescore_records(tmp_path / "a.jsonl", [METEOR()], progress=False)   # not refused: the same add
+    assert finished.replaced == []                                # it replaced nothing the file had before it
+    (entry,) = read_metadata(str(tmp_path / "a.jsonl"))["rescores"]     # one add, one history entry
+    assert entry["metrics"] == ["meteor"] and entry["replaced"] == []
     _scored(source, tmp_path / "b.jsonl", [ROUGE(), METEOR()])
     assert list(read_rows(str(tmp_path / "a.jsonl"))) == list(read_rows(str(tmp_path / "b.jsonl")))
     assert not any(".adding-" in name for name in os.listdir(tmp_path))
