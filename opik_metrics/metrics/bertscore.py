@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.metric_kit.microbatch import MicroBatcher
 from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import DEVICE, DTYPE
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
 from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 from opik_metrics.core.inputs import require_references, require_text
@@ -42,7 +43,7 @@ class BERTScore(ReferenceMetric):
                    help="layer whose embeddings are used (default: bert_score's table)"),
             Option("--lang", "lang",
                    help="language of the texts: picks bert_score's default model and baseline (default %(default)s)"),
-            Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
+            DEVICE, DTYPE,
             Option("--idf", "idf", action="store_true", help="idf weights from every reference in the files"),
             Option("--rescale-with-baseline", "rescale_with_baseline", action="store_true",
                    help="rescale with bert_score's baseline for --lang and the model"),

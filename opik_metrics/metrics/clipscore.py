@@ -10,6 +10,7 @@ from opik_metrics.core import (CorpusFacts, MetricInputError, ScoreFacts, Statis
                                require_batch, require_references, require_text)
 from opik_metrics.metric_kit.base import ScoreResult, StatisticsMetric
 from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import DEVICE, DTYPE
 from opik_metrics.metric_kit.collector import collector_paused
 from opik_metrics.metric_kit.microbatch import MicroBatcher
 from opik_metrics.metric_kit.opik_results import scoring_inputs
@@ -83,7 +84,7 @@ class CLIPScore(StatisticsMetric):
                    "%(default)s, the paper's ViT-B/32)"),
             Option("--clip-prompt", "prompt", help="text put before each caption (default %(default)r, "
                    "the paper's)"),
-            Option("--device", "device", help="cpu, cuda, ... (default: GPU when present)"),
+            DEVICE, DTYPE,
         ))
 
     #: ``score_batch`` keyword arguments the experiment runner fills from the scoring inputs.

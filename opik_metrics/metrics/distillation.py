@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import DEVICE, DTYPE
 from opik_metrics.neural.lm.formulas import KL_FIELDS, kl_from_statistics
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class DistillationKL(ReferenceFreeMetric):
             Option("--temperature", "temperature", kind=float,
                    help="softens both distributions, softmax(logits / T) (default %(default)g)"),
             Option("--top-k", "top_k", kind=int, help="truncate to the teacher's top k tokens, renormalised"),
+            DEVICE, DTYPE,
         ))
 
     higher_is_better = False
@@ -63,6 +65,7 @@ class DistillationKL(ReferenceFreeMetric):
         max_length: int | None = None,
         batch_size: int = 8,
         device: str | None = None,
+        dtype: str | None = None,
         max_memory_mb: float | None = None,
         text_field: str = "output",
         name: str = "kl_divergence",
@@ -74,8 +77,8 @@ class DistillationKL(ReferenceFreeMetric):
         # torch: only when a metric is built
         from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
         from opik_metrics.neural.lm.kl import DistillationKLScorer
-        t = teacher if isinstance(teacher, CausalLM) else load_causal_lm(teacher, device=device)
-        s = student if isinstance(student, CausalLM) else load_causal_lm(student, device=device)
+        t = teacher if isinstance(teacher, CausalLM) else load_causal_lm(teacher, device=device, dtype=dtype)
+        s = student if isinstance(student, CausalLM) else load_causal_lm(student, device=device, dtype=dtype)
         self._scorer = DistillationKLScorer(t, s, temperature=temperature, top_k=top_k, reverse=reverse,
                                             add_start_token=add_start_token, stride=stride,
                                             max_length=max_length, batch_size=batch_size,

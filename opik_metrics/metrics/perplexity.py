@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts, ours
 from opik_metrics.metric_kit.base import ReferenceFreeMetric, ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.shared_options import DEVICE, DTYPE
 from opik_metrics.neural.lm.formulas import PERPLEXITY_FIELDS, perplexity_from_statistics
 
 if TYPE_CHECKING:
@@ -20,7 +21,8 @@ class Perplexity(ReferenceFreeMetric):
     ``model``: hub id, local directory, ``.gguf`` file or ``packaged:smollm2`` (offline). The
     start token is prepended when the tokenizer has one (``add_start_token``); texts longer than
     the context are scored with a sliding window of ``max_length`` tokens moved by ``stride``.
-    Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
+    ``dtype``: the weights' dtype, "float32" (default), "bfloat16", or "float16" on a GPU; the
+    log-softmax and the sums stay in float32 and float64 (the signature records the dtype). Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
     ``corpus_<name>`` = exp(total NLL / total tokens), not a mean of perplexities.
 
     Examples:
@@ -38,6 +40,7 @@ class Perplexity(ReferenceFreeMetric):
             Option("--perplexity-model", "model",
                    help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)"),
             Option("--stride", "stride", kind=int, help="sliding-window stride for texts longer than the context"),
+            DEVICE, DTYPE,
         ))
 
     higher_is_better = False
@@ -51,6 +54,7 @@ class Perplexity(ReferenceFreeMetric):
         max_length: int | None = None,
         batch_size: int = 16,
         device: str | None = None,
+        dtype: str | None = None,
         max_memory_mb: float | None = None,
         text_field: str = "output",
         name: str = "perplexity",
@@ -60,7 +64,7 @@ class Perplexity(ReferenceFreeMetric):
         # torch: only when a metric is built
         from opik_metrics.neural.models.causal_lm import CausalLM, load_causal_lm
         from opik_metrics.neural.lm.perplexity import PerplexityScorer
-        lm = model if isinstance(model, CausalLM) else load_causal_lm(model, device=device)
+        lm = model if isinstance(model, CausalLM) else load_causal_lm(model, device=device, dtype=dtype)
         self._scorer = PerplexityScorer(lm, add_start_token=add_start_token, stride=stride,
                                         max_length=max_length, batch_size=batch_size,
                                         max_memory_mb=max_memory_mb)

@@ -21,7 +21,7 @@ import torch
 
 from opik_metrics.core.signature import Signature
 from opik_metrics.core.versions import package_version
-from opik_metrics.neural.models.encoders import resolve_device
+from opik_metrics.neural.models.encoders import resolve_device, resolve_dtype
 from opik_metrics.neural.models.load_cache import LoadCache
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 
@@ -98,10 +98,13 @@ def _config_digest(config: dict[str, Any]) -> str:
 _CACHE: LoadCache[CausalLM] = LoadCache()
 
 
-def load_causal_lm(name: str, device: str | None = None, dtype: torch.dtype = torch.float32) -> CausalLM:
-    """Load (or fetch from the process-wide cache) the causal LM called ``name``."""
+def load_causal_lm(name: str, device: str | None = None, dtype: str | torch.dtype | None = None) -> CausalLM:
+    """Load (or fetch from the process-wide cache) the causal LM called ``name``; ``dtype``: its
+    weights' dtype, float32 by default (see ``resolve_dtype``)."""
     resolved = resolve_model(name)
-    device = str(resolve_device(device))
+    dev = resolve_device(device)
+    dtype = resolve_dtype(dtype, dev)
+    device = str(dev)
     key = (resolved.source, resolved.gguf_file, str(device), str(dtype))
     return _CACHE.get(key, lambda: _load(name, resolved, device, dtype))
 

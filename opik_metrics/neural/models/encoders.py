@@ -56,7 +56,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """float32 by default; float16/bfloat16 only on a GPU (on CPU they are slow and inexact)."""
+    """float32 by default; bfloat16 anywhere; float16 only on a GPU (CPU kernels for it are slow
+    and some are missing). Half precision changes the numbers a little: docs/metrics.md says how much."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, str):
@@ -66,9 +67,14 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
         dtype = _HALF.get(key) or _FULL[key]
     if dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"dtype: {dtype} is not one of float32, float16, bfloat16")
-    if dtype != torch.float32 and device.type != "cuda":
-        raise ValueError(f"dtype={dtype} needs a CUDA device; on {device.type} use float32 (dtype=None)")
+    if dtype == torch.float16 and device.type != "cuda":
+        raise ValueError(f"dtype=float16 needs a CUDA device; on {device.type} use bfloat16 or float32")
     return dtype
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.bfloat16`` as ``"bfloat16"``: how signatures and metadata record it."""
+    return str(dtype).removeprefix("torch.")
 
 
 def load_encoder(name: str, num_layers: int, device: str | torch.device | None = None,
