@@ -30,7 +30,7 @@ def add_caption_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", default=CAPTION_MODEL, metavar="ID_OR_PATH",
                    help=f"BLIP checkpoint: hub id or local directory (default {CAPTION_MODEL})")
     g.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
-    g.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="weights dtype (GPU only for half)")
+    g.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="weights dtype: float32 (default), bfloat16, or float16 on a GPU")
     g.add_argument("--batch-size", type=int, default=8, help="images per generate call (default 8)")
     for key in ("max_length", "min_length", "num_beams"):
         g.add_argument("--" + key.replace("_", "-"), type=int, help=f"default {GENERATION_DEFAULTS[key]}")

@@ -26,6 +26,11 @@ class BERTScore(ReferenceMetric):
     prefixes them (``BERTScore(name="minilm")`` gives ``minilm_BERTF1``). The corpus score is
     the mean over items (bert_score's system score), ``corpus_BERTF1``.
 
+    ``dtype="bfloat16"`` (or ``"float16"`` on a GPU) runs the encoder in half precision; matching
+    stays in float32 (docs/metrics.md states the difference). Texts are embedded ``batch_size`` at a
+    time on CPU; on a GPU each forward pass is filled to ``batch_tokens`` padded tokens (16,384
+    unless given; given on CPU, it applies there too).
+
     Examples:
         >>> from opik_metrics import BERTScore
         >>> metric = BERTScore(model="packaged:minilm", track=False)   # all-MiniLM-L6-v2, offline
@@ -51,6 +56,8 @@ class BERTScore(ReferenceMetric):
                    help="your own baseline file (LAYER,P,R,F lines); implies rescaling"),
             Option("--batch-size", "batch_size", kind=int,
                    help="sentences embedded at a time (default %(default)s); lower it if the model runs out of memory"),
+            Option("--batch-tokens", "batch_tokens", kind=int,
+                   help="padded tokens per forward pass instead of --batch-size (default: 16384 on a GPU, unused on CPU)"),
         ))
     default_name = "bertscore"
 
@@ -67,6 +74,7 @@ class BERTScore(ReferenceMetric):
         batch_size: int = 64,
         device: str | None = None,
         dtype: str | None = None,
+        batch_tokens: int | None = None,
         name: str = "bertscore",
         track: bool = True,
         project_name: str | None = None,
@@ -81,6 +89,7 @@ class BERTScore(ReferenceMetric):
             model=model if model is not None else model_type, num_layers=num_layers, lang=lang, idf=idf,
             idf_references=idf_references, rescale_with_baseline=rescale_with_baseline,
             baseline_path=baseline_path, batch_size=batch_size, device=device, dtype=dtype,
+            batch_tokens=batch_tokens,
         )
         self.signature = self.engine.signature
         self._metadata = {"signature": self.signature, **self.engine.settings()}

@@ -25,7 +25,9 @@ class DistillationKL(ReferenceFreeMetric):
     ``temperature`` softens both (softmax(z / T)); ``top_k`` keeps the teacher's k most likely
     tokens at each position and renormalises both distributions over them; ``reverse`` gives
     KL(student_T || teacher_T); ``reduction`` is the mean or the sum over tokens. Teacher and
-    student must share a tokenizer and vocabulary. Lower is better; ``corpus_<name>`` is the
+    student must share a tokenizer and vocabulary. ``dtype`` loads both in half precision (the KL
+    itself is computed in float64); ``batch_size``: rows per forward pass, 8 on CPU unless given, on
+    a GPU as many as ``max_memory_mb`` holds. Lower is better; ``corpus_<name>`` is the
     token-weighted mean (or total) over texts.
 
     Examples:
@@ -63,7 +65,7 @@ class DistillationKL(ReferenceFreeMetric):
         add_start_token: bool | None = None,
         stride: int | None = None,
         max_length: int | None = None,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         device: str | None = None,
         dtype: str | None = None,
         max_memory_mb: float | None = None,

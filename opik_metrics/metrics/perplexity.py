@@ -22,7 +22,9 @@ class Perplexity(ReferenceFreeMetric):
     start token is prepended when the tokenizer has one (``add_start_token``); texts longer than
     the context are scored with a sliding window of ``max_length`` tokens moved by ``stride``.
     ``dtype``: the weights' dtype, "float32" (default), "bfloat16", or "float16" on a GPU; the
-    log-softmax and the sums stay in float32 and float64 (the signature records the dtype). Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
+    log-softmax and the sums stay in float32 and float64 (the signature records the dtype).
+    ``batch_size``: rows per forward pass, 16 on CPU unless given; on a GPU each batch is filled to
+    what ``max_memory_mb`` holds. Lower is better, on a log scale. ``corpus_score``/``experiment_score`` give
     ``corpus_<name>`` = exp(total NLL / total tokens), not a mean of perplexities.
 
     Examples:
@@ -52,7 +54,7 @@ class Perplexity(ReferenceFreeMetric):
         add_start_token: bool | None = None,
         stride: int | None = None,
         max_length: int | None = None,
-        batch_size: int = 16,
+        batch_size: int | None = None,
         device: str | None = None,
         dtype: str | None = None,
         max_memory_mb: float | None = None,

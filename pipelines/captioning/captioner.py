@@ -10,6 +10,7 @@ import torch
 
 from opik_metrics.core.versions import package_version
 from opik_metrics.neural.models.encoders import resolve_device, resolve_dtype
+from opik_metrics.neural.models.host_copies import to_device
 from opik_metrics.neural.models.registry import ModelNotAvailableError, ResolvedModel, offline_help, resolve_model
 from opik_metrics.pipelines.captioning.defaults import CAPTION_MODEL, GENERATION_DEFAULTS
 
@@ -71,7 +72,7 @@ class BlipCaptioner:
     """A BLIP checkpoint ready to caption; ``caption(images)`` runs batched beam search.
 
     ``generation`` overrides the article's settings (``GENERATION_DEFAULTS``); ``device`` is
-    CUDA when present unless given; ``dtype`` float16/bfloat16 only on a GPU.
+    CUDA when present unless given; ``dtype``: float32 (default), bfloat16, or float16 on a GPU.
     """
 
     def __init__(self, model: str = CAPTION_MODEL, *, generation: Mapping[str, Any] | None = None,
@@ -116,7 +117,7 @@ class BlipCaptioner:
     @torch.inference_mode()
     def _generate(self, images: Sequence[Any]) -> list[str]:
         inputs = self.processor(images=list(images), return_tensors="pt")
-        pixel_values = inputs["pixel_values"].to(self.device, self.dtype)
+        pixel_values = to_device(inputs["pixel_values"], self.device).to(self.dtype)
         tokens = self.model.generate(pixel_values=pixel_values, **self.generation)
         return [text.strip() for text in self.processor.batch_decode(tokens, skip_special_tokens=True)]
 

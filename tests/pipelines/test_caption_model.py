@@ -3,6 +3,7 @@ generation settings as defaults, batched generation, clear errors for models it 
 import io
 
 import pytest
+import torch
 from PIL import Image
 
 from opik_metrics.pipelines.captioning.captioner import CAPTION_MODEL, GENERATION_DEFAULTS, BlipCaptioner, generation_settings
@@ -68,3 +69,13 @@ def test_bad_device_and_batch_size(tiny_blip):  # noqa: F811
         BlipCaptioner(str(tiny_blip), batch_size=0)
     with pytest.raises(ValueError, match="not a torch device"):
         BlipCaptioner(str(tiny_blip), device="gpu-please")
+
+
+def test_bfloat16_captions_on_cpu(tiny_blip, one_thread):  # noqa: F811
+    """Half precision runs here too: the weights are bfloat16, the description says so, captions come."""
+    captioner = BlipCaptioner(str(tiny_blip), generation=FAST_GENERATION, dtype="bfloat16")
+    assert next(captioner.model.parameters()).dtype is torch.bfloat16 and captioner.describe()["dtype"] == "bfloat16"
+    captions = captioner.caption(_images(3))
+    assert len(captions) == 3 and all(isinstance(c, str) and c for c in captions)
+    with pytest.raises(ValueError, match="float16 needs a CUDA device"):
+        BlipCaptioner(str(tiny_blip), dtype="float16", device="cpu")

@@ -57,6 +57,7 @@ class BertScoreEngine:
         device: str | torch.device | None = None,
         dtype: str | torch.dtype | None = None,
         cache_mb: float = 256,
+        batch_tokens: int | None = None,
     ) -> None:
         self.lang = lang
         self.model_name = model if model is not None else default_model(lang)
@@ -68,7 +69,7 @@ class BertScoreEngine:
             raise ValueError("baseline_path is given but rescale_with_baseline=False; "
                              "pass rescale_with_baseline=True to rescale with it")
         self.encoder = load_encoder(self.model_name, self.num_layers, device=device, dtype=dtype)
-        self.embedder = Embedder(self.encoder, batch_size=batch_size, cache_mb=cache_mb)
+        self.embedder = Embedder(self.encoder, batch_size=batch_size, cache_mb=cache_mb, batch_tokens=batch_tokens)
         specials = special_token_ids(self.encoder.tokenizer)
         corpus = None
         if idf:

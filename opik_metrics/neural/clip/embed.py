@@ -14,6 +14,7 @@ import torch
 from tqdm.auto import tqdm
 
 from opik_metrics.neural.clip.model import LoadedClip
+from opik_metrics.neural.models.host_copies import to_device
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,10 @@ class ClipEmbedder:
         tokens = self.tokenize(unique)
         distinct = list(dict.fromkeys(t.ids for t in tokens))
         distinct.sort(key=len, reverse=True)  # similar lengths together: little padding
-        vectors: dict[tuple[int, ...], torch.Tensor] = {}
-        for chunk in self._chunks(distinct, len(distinct), "CLIP texts", "text", progress):
-            vectors.update(zip(chunk, self._text_forward(chunk)))
+        # features stay on the device until every batch is done: the loop never waits for it
+        features = [self._text_forward(chunk)
+                    for chunk in self._chunks(distinct, len(distinct), "CLIP texts", "text", progress)]
+        vectors = dict(zip(distinct, _unit(torch.cat(features)) if features else []))
         return {text: (vectors[tok.ids], tok) for text, tok in zip(unique, tokens)}
 
     def _text_forward(self, id_lists: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -88,24 +90,24 @@ class ClipEmbedder:
             input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
             mask[row, :len(ids)] = 1
         with torch.inference_mode():
-            features = self.clip.model.get_text_features(input_ids=input_ids.to(self.clip.device),
-                                                         attention_mask=mask.to(self.clip.device))
-            return _unit(_features(features))
+            features = self.clip.model.get_text_features(input_ids=to_device(input_ids, self.clip.device),
+                                                         attention_mask=to_device(mask, self.clip.device))
+            return _features(features)
 
     # --- images ---------------------------------------------------------------------------
     def embed_images(self, images: Iterable[Any], total: int, progress: bool | None = None) -> torch.Tensor:
         """Unit embeddings ``[total, dim]`` of ``images`` (PIL images, consumed lazily so that only
         one batch of decoded images is held at a time), in order."""
-        rows: list[torch.Tensor] = []
+        rows: list[torch.Tensor] = []      # on the device until the last batch (see embed_texts)
         for batch in self._chunks(images, total, "CLIP images", "image", progress):
             pixels = self.clip.image_processor(images=batch, return_tensors="pt")["pixel_values"]
             with torch.inference_mode():
                 features = self.clip.model.get_image_features(
-                    pixel_values=pixels.to(self.clip.device, self.clip.dtype))
-                rows.append(_unit(_features(features)))
+                    pixel_values=to_device(pixels, self.clip.device).to(self.clip.dtype))
+                rows.append(_features(features))
         if not rows:
             return torch.zeros((0, 0), dtype=torch.float64)
-        return torch.cat(rows)
+        return _unit(torch.cat(rows))
 
     def _chunks(self, items: Iterable[Any], total: int, desc: str, unit: str,
                 progress: bool | None) -> Iterator[list[Any]]:

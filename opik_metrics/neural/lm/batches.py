@@ -10,41 +10,34 @@ from typing import Any, Sequence
 import torch
 
 from opik_metrics.neural.lm.rows import Row
+from opik_metrics.neural.models.host_copies import to_device
 
 IGNORE = -100
 
 
 @dataclass(frozen=True)
 class PaddedBatch:
-    """Right-padded rows; ``labels[b, t]`` is the token that position ``t`` must predict, or -100."""
+    """Right-padded rows; ``labels[b, t]`` is the token that position ``t`` must predict, or -100.
+    ``scored`` (flat positions, row-major), ``scored_labels`` and ``row_of`` (each scored
+    position's row) are worked out on the host, so that the device never has to be asked which
+    positions are scored (a boolean mask's ``nonzero`` would wait for the device)."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     labels: torch.Tensor
+    scored: torch.Tensor
+    scored_labels: torch.Tensor
+    row_of: torch.Tensor
 
     @property
-    def n_tokens(self) -> int:
-        return int(self.attention_mask.sum())
+    def n_scored(self) -> int:
+        return int(self.scored.shape[0])
 
-
-def length_batches(lengths: Sequence[int], batch_size: int,
-                   max_batch_tokens: int | None = None) -> list[list[int]]:
-    """Indices grouped longest first, at most ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        too_many = len(current) == batch_size
-        too_long = bool(max_batch_tokens and current and (len(current) + 1) * lengths[current[0]] > max_batch_tokens)
-        if current and (too_many or too_long):
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
+    def on(self, device: Any) -> "PaddedBatch":
+        """The same batch on ``device`` (a copy only where it is elsewhere)."""
+        return PaddedBatch(*(to_device(t, device) if t.device.type == "cpu" else t.to(device)
+                             for t in (self.input_ids, self.attention_mask, self.labels, self.scored,
+                                       self.scored_labels, self.row_of)))
 
 
 def pad_rows(rows: Sequence[Row], device: Any = "cpu") -> PaddedBatch:
@@ -58,7 +51,9 @@ def pad_rows(rows: Sequence[Row], device: Any = "cpu") -> PaddedBatch:
         ids[b, :n] = torch.tensor(row.ids, dtype=torch.long)
         mask[b, :n] = 1
         labels[b, row.score_from - 1:n - 1] = ids[b, row.score_from:n]
-    return PaddedBatch(ids.to(device), mask.to(device), labels.to(device))
+    flat = labels.view(-1)
+    scored = (flat != IGNORE).nonzero()[:, 0]
+    return PaddedBatch(ids, mask, labels, scored, flat[scored], scored // width).on(device)
 
 
 def forward_logits(model: Any, batch: PaddedBatch) -> torch.Tensor:

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from opik_metrics.neural.lm.batches import IGNORE, PaddedBatch
+from opik_metrics.neural.lm.batches import PaddedBatch
 
 # Logits work at a time (one chunk of positions, all its float copies): the stated bound.
 LOGIT_WORK_MB = 256
@@ -159,11 +159,10 @@ def _hidden(base: Any, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class ScoredStates:
-    """The states at a batch's scored positions (``labels != -100``, row-major): hidden states
+    """The states at a batch's scored positions (``batch.scored``, row-major): hidden states
     when the model splits (logits made chunk by chunk), else the model's logits."""
 
     def __init__(self, model: Any, batch: PaddedBatch) -> None:
-        mask = batch.labels != IGNORE
         if splits(model):
             parts = _parts(model)
             assert parts is not None
@@ -172,9 +171,10 @@ class ScoredStates:
         else:
             self.head = None
             states = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).logits
-        self.states = states[mask.to(states.device)]
+        # positions chosen on the host (batch.scored): selecting them never waits for the device
+        self.states = states.reshape(-1, states.shape[-1]).index_select(0, batch.scored.to(states.device))
         del states
-        self.labels = batch.labels[mask]
+        self.labels = batch.scored_labels
 
     def __len__(self) -> int:
         return int(self.states.shape[0])

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence, TypeVar
 
+import torch
 from tqdm.auto import tqdm
 
-from opik_metrics.neural.lm.batches import length_batches
 from opik_metrics.neural.lm.rows import Row
+from opik_metrics.neural.models.host_copies import to_device
+from opik_metrics.neural.models.length_batches import length_batches, validate_count
 from opik_metrics.neural.lm.windows import validate_stride
 
 # Logit elements per forward pass (float32: 1 GiB): the old sizing, kept for callers that take full
@@ -36,11 +38,13 @@ def resolve_stride(stride: int | None, max_length: int | None) -> int | None:
     return validate_stride(stride, max_length)
 
 
-def validate_batch_size(batch_size: int) -> int:
-    """A positive integer number of rows per forward pass."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return batch_size
+def rows_per_batch(batch_size: int | None, device: torch.device, cpu_default: int) -> int | None:
+    """Rows per forward pass: ``batch_size`` when given; else ``cpu_default`` on CPU and no count
+    limit on a GPU, where the memory budget's token limit alone fills each batch."""
+    validate_count(batch_size, "batch_size")
+    if batch_size is not None:
+        return batch_size
+    return None if device.type == "cuda" else cpu_default
 
 
 def tokens_per_batch(vocab_size: int, budget: int = LOGIT_BUDGET) -> int:
@@ -48,7 +52,7 @@ def tokens_per_batch(vocab_size: int, budget: int = LOGIT_BUDGET) -> int:
     return max(1, budget // max(1, vocab_size))
 
 
-def row_batches(rows: Sequence[Row], batch_size: int, max_tokens: int, desc: str,
+def row_batches(rows: Sequence[Row], batch_size: int | None, max_tokens: int, desc: str,
                 progress: bool | None) -> Iterator[list[Row]]:
     """Rows grouped longest first, with a tqdm bar (in tokens) when there is more than one batch."""
     groups = length_batches([len(r.ids) for r in rows], batch_size, max_tokens)
@@ -64,6 +68,11 @@ def row_batches(rows: Sequence[Row], batch_size: int, max_tokens: int, desc: str
 def longest_row(rows: Sequence[Row]) -> int:
     """Tokens in the longest row (0 when there is none)."""
     return max((len(r.ids) for r in rows), default=0)
+
+
+def item_index(rows: Sequence[Row], device: torch.device) -> torch.Tensor:
+    """Each row's text index, on ``device``: where its summed values go."""
+    return to_device(torch.tensor([r.item for r in rows], dtype=torch.long), device)
 
 
 def add_per_item(totals: list[Number], rows: Iterable[Row], values: Iterable[Number]) -> None:
