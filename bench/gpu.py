@@ -3,8 +3,9 @@ and model in one run, each row naming the card and the peak GPU memory of both s
 
     timeout 540 .venv/bin/python -m bench --only gpu      # on the GPU machine, from the repo root
 
-(about 5 minutes on an H100 by our estimate, model builds included; nothing is downloaded: every
-model is built from its config with random weights, as the CPU benchmarks do.) Rows:
+(about 5 minutes on an H100 with the model builds, by estimate: it has not run on a GPU yet; the
+timeout leaves room under 9 minutes. ``--n N`` caps every section's items. Nothing is downloaded:
+every model is built from its config with random weights, as the CPU benchmarks do.) Rows:
 
 - BERTScore, a random roberta-large-shaped model cut at bert_score's layer 17 (built by
   ``bench_bertscore.roberta_large_shape``), 20,000 ``realistic_pairs``: ``BERTScore.score_batch``
