@@ -4,7 +4,8 @@ Rows marked ``"informational": True`` (optional peers with no target, or that di
 are shown but do not count against the exit status.
 
 Each benchmark module runs in its own process, so that models, caches and global torch state of
-one cannot affect another.
+one cannot affect another. ``gpu`` (bench/gpu.py: the model-backed races on one GPU) runs only when
+asked for, ``--only gpu``; its rows name the card they ran on.
 
     python -m bench [--only rouge,bleu] [--n N]
 """
@@ -21,6 +22,7 @@ from opik_metrics.core.table import format_table
 BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_chrf_ter", "bench_cider", "bench_meteor",
               "bench_bertscore", "bench_clipscore", "bench_caption", "bench_perplexity", "bench_lm_memory", "bench_scale",
               "bench_gate", "bench_compare_gate", "bench_rescore"]
+ON_REQUEST = ["gpu"]  # modules run only when --only names them (no bench_ prefix)
 _MARK = "@@bench-rows@@"
 _CHILD = ("import json, sys, importlib; m = importlib.import_module('bench.' + sys.argv[1]); "
           "rows = m.main(int(sys.argv[2])) if sys.argv[2] != '0' else m.main(); "
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated subset, e.g. rouge,bleu")
     parser.add_argument("--n", type=int, help="number of pairs (default: each benchmark's own)")
     args = parser.parse_args(argv)
-    wanted = [f"bench_{x.strip()}" for x in args.only.split(",")] if args.only else BENCHMARKS
+    wanted = ([x.strip() if x.strip() in ON_REQUEST else f"bench_{x.strip()}" for x in args.only.split(",")]
+              if args.only else BENCHMARKS)
     rows, failed = [], []
     for name in wanted:
         print(f"== {name}", flush=True)
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += got
         if not got:
             failed.append(name)
-    table = [[r["benchmark"], r["ours_per_s"], "-" if r["reference_per_s"] is None else r["reference_per_s"],
+    table = [[r["benchmark"] + (f" [{r['device']}]" if r.get("device") else ""), r["ours_per_s"], "-" if r["reference_per_s"] is None else r["reference_per_s"],
               r["ratio"], "-" if r["target"] is None else r["target"], "yes" if r["identical"] else "NO",
               "info" if r.get("informational") else "met" if _met(r) else "MISSED"]
              for r in rows]

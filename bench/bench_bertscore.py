@@ -41,7 +41,7 @@ TARGET_FLOOR = 1 / 1.2
 TOL = 1e-6
 
 
-def _race(sides: dict[str, Callable[[], object]], repeats: int) -> tuple[dict[str, float], dict[str, object]]:
+def race(sides: dict[str, Callable[[], object]], repeats: int) -> tuple[dict[str, float], dict[str, object]]:
     """Best-of-``repeats`` seconds per side, sides alternating (rotating who goes first)."""
     names = list(sides)
     best = {k: float("inf") for k in names}
@@ -64,7 +64,7 @@ def _ours_array(results) -> np.ndarray:
     return np.array([[s.precision, s.recall, s.f1] for s in results])
 
 
-def _floor(engine, texts: list[str]) -> Callable[[], None]:
+def floor(engine, texts: list[str]) -> Callable[[], None]:
     """The bare forward pass over our tokens, in our batches: what no BERTScore can beat."""
     emb = engine.embedder
     tokens = emb.tokenize(list(dict.fromkeys(t.strip() for t in texts if t.strip())))
@@ -97,9 +97,9 @@ def _batch_rows(label: str, model: str, layer: int, preds: list[str], refs: list
     got, want = [], []
     for lo in range(0, len(preds), block):
         p, r = preds[lo:lo + block], refs[lo:lo + block]
-        best, out = _race({"ours": lambda: (ours.clear_cache(), ours.score(p, r))[1],
-                           "bert_score": lambda: theirs.score(p, r),
-                           "floor": _floor(ours, p + r)}, repeats)
+        best, out = race({"ours": lambda: (ours.clear_cache(), ours.score(p, r))[1],
+                          "bert_score": lambda: theirs.score(p, r),
+                          "floor": floor(ours, p + r)}, repeats)
         for k in total:
             total[k] += best[k]
         got.append(_ours_array(out["ours"]))
@@ -137,7 +137,7 @@ def _evaluate_rows(model_path: str, preds: list[str], refs: list[str], repeats: 
         return go
 
     run(ours)()  # warm-up: Opik client, thread pools
-    best, out = _race({"ours": run(ours), "opik": run(theirs)}, repeats)
+    best, out = race({"ours": run(ours), "opik": run(theirs)}, repeats)
     diff = max(abs(out["ours"][p]["BERTF1"] - out["opik"][p]["bertscore_metric"]) for p in preds)
     n = len(preds)
     print(f"  [evaluate] ours: {best['ours']:.2f}s, Opik's BERTScore: {best['opik']:.2f}s, "
@@ -146,7 +146,7 @@ def _evaluate_rows(model_path: str, preds: list[str], refs: list[str], repeats: 
                  best["ours"], best["opik"], TARGET_EVALUATE, diff <= TOL)]
 
 
-def _roberta_large_shape(folder: Path) -> str:
+def roberta_large_shape(folder: Path) -> str:
     """A random-weight RoBERTa of roberta-large's shape, saved for from_pretrained."""
     import json
 
@@ -183,7 +183,7 @@ def main(n: int = 1000, repeats: int = 3, evaluate_items: int = 64, large: bool 
     if large:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            path = _roberta_large_shape(Path(tmp) / "roberta-large-shape")
+            path = roberta_large_shape(Path(tmp) / "roberta-large-shape")
             print(f"  [roberta-large shape] built in {time.perf_counter() - start:.1f}s", flush=True)
             k = min(n, large_pairs)
             rows += _batch_rows("random roberta-large shape L17", path, 17, preds[:k], refs[:k],

@@ -155,12 +155,15 @@ def _child(args: list[str]) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def run_ours(folder: Path, tsv: Path, tmp: Path, n: int, batch: int) -> dict[str, Any]:
-    """``opik-metrics caption`` on the TSV into a fresh store; times, captions and where the run's time went."""
+def run_ours(folder: Path, tsv: Path, tmp: Path, n: int, batch: int,
+             launcher: Sequence[str] = (CLI,)) -> dict[str, Any]:
+    """``opik-metrics caption`` on the TSV into a fresh store; times, captions and where the run's time went.
+    ``launcher``: how the command starts (the console script; bench/gpu.py runs that script through
+    a wrapper that records the GPU's peak memory)."""
     from opik_metrics.experiments.store import ExperimentStore
 
     store = tmp / "store.sqlite"
-    wall, cpu, out = _child([CLI, "caption", "--tsv", str(tsv), "--limit", str(n), "--model", str(folder),
+    wall, cpu, out = _child([*launcher, "caption", "--tsv", str(tsv), "--limit", str(n), "--model", str(folder),
                              "--experiment", "bench", "--store", str(store), "--cache-dir", str(tmp / "cache"),
                              "--batch-size", str(batch), "--no-progress", "--format", "json"])
     summary = json.loads(out)
@@ -211,8 +214,10 @@ def bare_loop(folder: str, urls: Sequence[str], generation: dict[str, Any], batc
             tokens += out.shape[0] * out.shape[1]
             captions += [c.strip() for c in processor.batch_decode(out, skip_special_tokens=True)]
     done = time.perf_counter()
+    peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
     return {"captions": captions, "import": imported - start, "load": loaded - imported, "loop": done - loaded,
-            "fetch": fetch, "generate": generate, "tokens_per_caption": tokens / max(1, len(urls))}
+            "fetch": fetch, "generate": generate, "tokens_per_caption": tokens / max(1, len(urls)),
+            "peak_memory_mb": peak}
 
 
 def _bare_child() -> None:
@@ -237,7 +242,7 @@ def run_bare(folder: Path, urls: list[str], tmp: Path, batch: int) -> dict[str, 
 
 # --- the benchmark ----------------------------------------------------------------------------
 
-def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def best_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The fastest of several runs of one side (by wall time), all its figures from that run."""
     return min(runs, key=lambda r: r["wall"])
 
@@ -278,7 +283,7 @@ def main(n: int = 16, batch: int = BATCH, delay: float = 0.03, repeats: int = 2)
                         runs[side].append(run_bare(folder, urls, tmp, batch))
             hits = sum(server.hits.values())
             load = max(load, os.getloadavg()[0])
-    ours, bare = _best(runs["ours"]), _best(runs["bare"])
+    ours, bare = best_run(runs["ours"]), best_run(runs["bare"])
     same = sum(ours["captions"].get(u) == c for u, c in bare["captions"].items())
     identical = same == n
     print(f"  ours: {ours['wall']:.1f}s from start to exit ({ours['cpu']:.1f}s CPU), of which the run "

@@ -162,39 +162,46 @@ def _pooled(output: Any) -> torch.Tensor:
 class Bare:
     """CLIPScore and RefCLIP-S computed with transformers and torch only."""
 
-    def __init__(self, folder: str, batch: int) -> None:
+    def __init__(self, folder: str, batch: int, device: str = "cpu") -> None:
         from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
 
-        self.model = CLIPModel.from_pretrained(folder).eval()
+        self.device = torch.device(device)
+        self.model = CLIPModel.from_pretrained(folder).eval().to(self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.processor = AutoImageProcessor.from_pretrained(folder, backend="pil")
         self.pad_id = self.tokenizer.pad_token_id
         self.batch = batch
 
     def __call__(self, captions: list[str], references: list[list[str]], images: Sequence[Any],
-                 opener: Callable[[Any], Image.Image] | None = None) -> np.ndarray:
-        """``[n, 4]``: cosine, CLIP-S, best reference cosine, RefCLIP-S per item."""
+                 opener: Callable[[Any], Image.Image] | None = None,
+                 open_chunk: Callable[[Sequence[Any]], list[Image.Image]] | None = None) -> np.ndarray:
+        """``[n, 4]``: cosine, CLIP-S, best reference cosine, RefCLIP-S per item. ``opener`` opens
+        one input at a time; ``open_chunk`` a batch's inputs at once (bench/gpu.py: URLs fetched
+        in parallel)."""
         b = self.batch
         with torch.inference_mode():
             feats = []
             for lo in range(0, len(images), b):
                 chunk = images[lo:lo + b]
-                if opener is not None:
+                if open_chunk is not None:
+                    chunk = open_chunk(chunk)
+                elif opener is not None:
                     chunk = [opener(x) for x in chunk]
-                pixels = self.processor(images=chunk, return_tensors="pt")["pixel_values"]
+                pixels = self.processor(images=chunk, return_tensors="pt")["pixel_values"].to(self.device)
                 feats.append(_pooled(self.model.get_image_features(pixel_values=pixels)))
             img = torch.nn.functional.normalize(torch.cat(feats), dim=-1)
 
             texts = [PROMPT + c for c in captions] + [PROMPT + r for group in references for r in group]
             ids = self.tokenizer(texts, truncation=True, max_length=tiny_clip.WINDOW)["input_ids"]
             order = sorted(range(len(ids)), key=lambda k: len(ids[k]), reverse=True)
-            txt = torch.empty((len(ids), img.shape[1]))
+            txt = torch.empty((len(ids), img.shape[1]), device=self.device)
             for lo in range(0, len(order), b):
                 rows = order[lo:lo + b]
                 seqs = [torch.tensor(ids[k]) for k in rows]
                 input_ids = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=self.pad_id)
                 mask = torch.nn.utils.rnn.pad_sequence([torch.ones_like(s) for s in seqs], batch_first=True)
-                out = _pooled(self.model.get_text_features(input_ids=input_ids, attention_mask=mask))
+                out = _pooled(self.model.get_text_features(input_ids=input_ids.to(self.device),
+                                                           attention_mask=mask.to(self.device)))
                 txt[rows] = torch.nn.functional.normalize(out, dim=-1)
 
             n = len(captions)
@@ -206,7 +213,7 @@ class Bare:
             total = clip + r
             ref_clip = torch.where(total > 0, 2 * clip * r / total.where(total > 0, torch.ones_like(total)),
                                    torch.zeros_like(total))
-            return torch.stack([cos, clip, ref_cos, ref_clip], 1).double().numpy()
+            return torch.stack([cos, clip, ref_cos, ref_clip], 1).double().cpu().numpy()
 
 
 def ours_scores(metric: Any, captions: list[str], references: list[list[str]], images: Sequence[Any]) -> np.ndarray:
