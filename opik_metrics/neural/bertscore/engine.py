@@ -192,7 +192,7 @@ class BertScoreEngine:
             why = ("every token has idf 0 (each occurs in every idf reference): uniform weights used"
                    if self.idf else "all token weights are 0: uniform weights used")
             note = f"{note}; {why}" if note else why
-        side = Side(e.vectors, (w / w.sum()).to(e.vectors.device))
+        side = Side(e.vectors, w / w.sum())
         memo[key] = (side, note)
         return memo[key]
 

@@ -9,12 +9,15 @@ from typing import Sequence
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from opik_metrics.neural.models.host_copies import to_device
+
 _BELOW_COSINE = -2.0  # fills padded cells: below any cosine, so it is never a maximum
 
 
 @dataclass(frozen=True)
 class Side:
-    """One text of a pair: unit vectors [n, d] and weights [n] summing to 1."""
+    """One text of a pair: unit vectors [n, d] (on the model's device) and weights [n] summing to
+    1 (on the CPU: a chunk's weights go to the device in one copy)."""
 
     vectors: torch.Tensor
     weights: torch.Tensor
@@ -33,7 +36,8 @@ def f_measure(p: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
 
 
 def greedy_scores(candidates: Sequence[Side], references: Sequence[Side], chunk: int = 256) -> torch.Tensor:
-    """P, R, F for each (candidate, reference) pair: a float64 CPU tensor [n_pairs, 3]."""
+    """P, R, F for each (candidate, reference) pair: a float64 CPU tensor [n_pairs, 3]. The
+    chunks' P and R stay on the device until the last one: the loop never waits for it."""
     if len(candidates) != len(references):
         raise ValueError("greedy_scores needs as many candidates as references")
     rows = []
@@ -42,21 +46,23 @@ def greedy_scores(candidates: Sequence[Side], references: Sequence[Side], chunk:
             rows.append(_chunk(candidates[start:start + chunk], references[start:start + chunk]))
     if not rows:
         return torch.zeros((0, 3), dtype=torch.float64)
-    return torch.cat(rows)
+    p, r = torch.cat(rows, dim=1).double().cpu()
+    return torch.stack([p, r, f_measure(p, r)], dim=1)
 
 
 def _chunk(cands: Sequence[Side], refs: Sequence[Side]) -> torch.Tensor:
+    """[2, n] P and R (float32) of a chunk of pairs, on the vectors' device."""
     c_vec = pad_sequence([c.vectors for c in cands], batch_first=True)
     r_vec = pad_sequence([r.vectors for r in refs], batch_first=True)
-    c_w = pad_sequence([c.weights for c in cands], batch_first=True)
-    r_w = pad_sequence([r.weights for r in refs], batch_first=True)
-    c_ok = pad_sequence([torch.ones(len(c.weights), dtype=torch.bool, device=c_w.device) for c in cands],
-                        batch_first=True)
-    r_ok = pad_sequence([torch.ones(len(r.weights), dtype=torch.bool, device=r_w.device) for r in refs],
-                        batch_first=True)
+    device = c_vec.device
+    c_w = to_device(pad_sequence([c.weights for c in cands], batch_first=True), device)
+    r_w = to_device(pad_sequence([r.weights for r in refs], batch_first=True), device)
+    c_ok = to_device(pad_sequence([torch.ones(len(c.weights), dtype=torch.bool) for c in cands], batch_first=True),
+                     device)
+    r_ok = to_device(pad_sequence([torch.ones(len(r.weights), dtype=torch.bool) for r in refs], batch_first=True),
+                     device)
     sim = torch.bmm(c_vec, r_vec.transpose(1, 2))
     sim.masked_fill_(~(c_ok.unsqueeze(2) & r_ok.unsqueeze(1)), _BELOW_COSINE)
     p = (sim.max(dim=2).values * c_w).sum(dim=1)
     r = (sim.max(dim=1).values * r_w).sum(dim=1)
-    p, r = p.double().cpu(), r.double().cpu()
-    return torch.stack([p, r, f_measure(p, r)], dim=1)
+    return torch.stack([p, r])
