@@ -17,13 +17,7 @@ Our embedding cache is cleared before each run; model loading is not timed (it i
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
-os.environ.setdefault("OPIK_TRACK_DISABLE", "true")
-os.environ.setdefault("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")  # closed port: never reached
+import bench.offline  # noqa: F401  (before anything reads the environment)
 
 import tempfile  # noqa: E402
 import time  # noqa: E402
