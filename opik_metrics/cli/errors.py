@@ -49,6 +49,7 @@ def plugin_warnings_in_one_line() -> Iterator[None]:
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message is the whole story: printed as one line, no traceback."""
+    from opik_metrics.core.extras import MissingExtra
     from opik_metrics.core.inputs import MetricInputError
     from opik_metrics.distributed.cluster import ClusterError
     from opik_metrics.experiments.opik_server import OpikServerUnavailable
@@ -57,7 +58,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
 
     light = (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-             DatasetSourceError, ClusterError, ValueError)
+             DatasetSourceError, ClusterError, MissingExtra, ValueError)
     # Meteor's tables module imports numpy: it is loaded whenever it could have raised, so its
     # error is looked up, never imported here (a usage error stays light)
     meteor = sys.modules.get("opik_metrics.text.meteor.resources")

@@ -7,13 +7,15 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.html_report import PAGE_CSS, esc
 from opik_metrics.compare.human_agreement import KENDALL_NOTE, Agreement
+from opik_metrics.compare.plot_files import plots_unavailable
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 JSON_NAME = "agreement.json"
 HTML_NAME = "index.html"
@@ -28,6 +30,7 @@ class AgreementFiles:
     html: Path
     json: Path
     plot: Path | None
+    note: str | None = None          # why there is no plot (the report extra is not installed)
 
 
 def agreement_figure(result: Agreement) -> Figure | None:
@@ -36,6 +39,9 @@ def agreement_figure(result: Agreement) -> Figure | None:
     rows = [m for m in result.metrics if any(m.correlations[k].estimate is not None for k in methods)]
     if not rows:
         return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(6.4, 0.9 + 0.45 * len(rows) * max(1, len(methods)) ** 0.5), dpi=100,
                     layout="constrained")
     FigureCanvasAgg(figure)
@@ -69,8 +75,8 @@ def _table(headers: list[str], rows: list[str]) -> str:
     return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
-def render_agreement_html(result: Agreement, plot: str | None) -> str:
-    """The report page; ``plot`` is the figure's path relative to the page, or None."""
+def render_agreement_html(result: Agreement, plot: str | None, note: str | None = None) -> str:
+    """The report page; ``plot`` is the figure's path relative to the page, or None (``note``: why)."""
     s = result.settings
     methods = list(s.methods)
     rows = []
@@ -104,7 +110,8 @@ def render_agreement_html(result: Agreement, plot: str | None) -> str:
                for k, c in m.correlations.items() if c.reason]
     figure = (f'<figure class="plot"><img src="{esc(plot)}" alt="correlations with intervals"><figcaption>'
               f"<b>Correlation of each score with {esc(result.human)}.</b> Points: the correlation on all items "
-              "both have; bars: percentile bootstrap intervals.</figcaption></figure>") if plot else ""
+              "both have; bars: percentile bootstrap intervals.</figcaption></figure>") if plot else (
+                  f"<p>{esc(note)}</p>" if note else "")
     body = "".join([
         f"<h1>Agreement with {esc(result.human)}</h1>",
         f'<p class="subtitle">{esc(result.experiment)} · {esc(result.source)} · {result.human_items} rated items'
@@ -127,7 +134,8 @@ def render_agreement_html(result: Agreement, plot: str | None) -> str:
 
 
 def write_agreement_report(result: Agreement, out_dir: str | Path) -> AgreementFiles:
-    """Write ``agreement.json``, ``agreement.png`` and ``index.html`` into ``out_dir`` (created)."""
+    """Write ``agreement.json``, ``agreement.png`` and ``index.html`` into ``out_dir`` (created); without
+    the report extra, no plot, and the page says why."""
     text = result.to_json()          # before anything is written
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -135,7 +143,8 @@ def write_agreement_report(result: Agreement, out_dir: str | Path) -> AgreementF
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / JSON_NAME
     json_path.write_text(text, encoding="utf-8")
-    figure = agreement_figure(result)
+    note = plots_unavailable()       # without matplotlib: the page and the JSON, saying why there is no plot
+    figure = agreement_figure(result) if note is None else None
     plot_path = None
     if figure is not None:
         plot_path = out / PLOT_NAME
@@ -144,6 +153,6 @@ def write_agreement_report(result: Agreement, out_dir: str | Path) -> AgreementF
     elif (out / PLOT_NAME).exists():
         (out / PLOT_NAME).unlink()             # an earlier report's plot must not linger
     html_path = out / HTML_NAME
-    html_path.write_text(render_agreement_html(result, PLOT_NAME if plot_path else None), encoding="utf-8",
+    html_path.write_text(render_agreement_html(result, PLOT_NAME if plot_path else None, note), encoding="utf-8",
                          errors="backslashreplace")
-    return AgreementFiles(html=html_path, json=json_path, plot=plot_path)
+    return AgreementFiles(html=html_path, json=json_path, plot=plot_path, note=note)

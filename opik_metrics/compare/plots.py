@@ -6,7 +6,6 @@ figure state is created or leaked and the output is the same for the same input.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -16,9 +15,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, ScoreValue
+from opik_metrics.compare.plot_files import PLOTS_DIR, PlotFile
 from opik_metrics.core.numbers import is_number
 
-PLOTS_DIR = "plots"
 FIGSIZE = (6.4, 3.6)
 DPI = 100
 SECTION_DISTRIBUTIONS = "Score distributions"
@@ -28,18 +27,6 @@ _LABEL_CHARS = 28
 _MAX_BINS = 40
 _ROUNDING = 1e-12         # differences within this (relative) span are one value: float rounding, not a spread
 _JITTER_SEED = 0
-
-
-@dataclass(frozen=True)
-class PlotFile:
-    """One figure of the report: ``path`` is relative to the report folder (``plots/xxx.png``)."""
-
-    path: str
-    title: str
-    caption: str
-    section: str
-    metric: str | None = None
-    pair: tuple[str, str] | None = None  # (baseline, system)
 
 
 # ----------------------------------------------------------------------------- small helpers

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from opik_metrics.compare.html_report import render_html
 from opik_metrics.compare.model import Comparison
-from opik_metrics.compare.plots import PLOTS_DIR, write_plots
+from opik_metrics.compare.plot_files import PLOTS_DIR, plots_unavailable
 
 JSON_NAME = "comparison.json"
 HTML_NAME = "index.html"
@@ -19,6 +19,7 @@ class ReportFiles:
     html: Path
     json: Path
     plots: list[Path] = field(default_factory=list)
+    note: str | None = None          # why the page has no plots (the report extra is not installed)
 
 
 def _prepare_dir(out_dir: Path) -> None:
@@ -33,7 +34,9 @@ def _prepare_dir(out_dir: Path) -> None:
 
 
 def write_report(comparison: Comparison, out_dir: str | Path) -> ReportFiles:
-    """Write ``comparison.json``, the plots and ``index.html`` into ``out_dir`` (created if missing)."""
+    """Write ``comparison.json``, the plots and ``index.html`` into ``out_dir`` (created if missing).
+    Without the report extra (matplotlib) the page is written with no plots and says why (``note``):
+    the numbers, intervals and verdicts need no plot, and a gate's report must not fail for want of one."""
     if not isinstance(comparison, Comparison):
         raise ValueError(f"expected a Comparison (compare_experiments' result, or Comparison.from_dict of a "
                          f"comparison.json), got {type(comparison).__name__}")
@@ -42,7 +45,11 @@ def write_report(comparison: Comparison, out_dir: str | Path) -> ReportFiles:
     _prepare_dir(out_dir)
     json_path = out_dir / JSON_NAME
     json_path.write_text(text, encoding="utf-8")
-    plots = write_plots(comparison, out_dir / PLOTS_DIR)
+    note = plots_unavailable()      # without matplotlib the page and the JSON are still written, and say so
+    plots = []
+    if note is None:
+        from opik_metrics.compare.plots import write_plots
+        plots = write_plots(comparison, out_dir / PLOTS_DIR)
     html_path = out_dir / HTML_NAME
-    html_path.write_text(render_html(comparison, plots), encoding="utf-8", errors="backslashreplace")
-    return ReportFiles(html=html_path, json=json_path, plots=[out_dir / p.path for p in plots])
+    html_path.write_text(render_html(comparison, plots, plots_note=note), encoding="utf-8", errors="backslashreplace")
+    return ReportFiles(html=html_path, json=json_path, plots=[out_dir / p.path for p in plots], note=note)

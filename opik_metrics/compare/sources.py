@@ -284,6 +284,10 @@ def load_compared(names: Sequence[str], *, store: str | os.PathLike | None = Non
     experiments were pushed."""
     from opik_metrics.experiments.opik_server import choose_backend
 
+    absent = [name for name in names if name.lower().endswith(RECORD_FILE_SUFFIXES) and not os.path.exists(name)]
+    if absent and store is None and not opik:     # a CI step that wrote no file: say so, not "no store here"
+        raise RecordFileError(f"no such record file: {absent[0]} (compare reads the .jsonl or .parquet files that "
+                              "`score --output` writes: check the path, or the step that should have written it)")
     files = [name for name in names if is_record_file(name)]
     if files:
         if len(files) < len(names):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import abc
 import functools
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Sequence
+import inspect
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple, Sequence
 
 import _opik   # Opik's own lightweight BaseMetric and ScoreResult: the full ``opik`` is imported only to track
 
 from opik_metrics.core import (CorpusFacts, MetricFacts, MetricInputError, ScoreFacts, Signature, Statistics,
                                require_batch, require_references, require_text, resolve_formula)
+from opik_metrics.core.extras import require_extra
 from opik_metrics.metric_kit.card import MetricCard, register, with_constructor_defaults
 from opik_metrics.metric_kit.collector import collector_paused
 from opik_metrics.metric_kit.opik_results import scoring_inputs
@@ -78,6 +80,24 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
         if card is not None:
             cls.card = with_constructor_defaults(card, cls)
             register(cls)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # before any constructor body: a missing extra is one line, not a ModuleNotFoundError from an engine
+        try:
+            arguments = inspect.signature(cls).bind_partial(*args, **kwargs).arguments
+        except TypeError:           # the constructor's own call will say what is wrong
+            arguments = dict(kwargs)
+        cls.check_installed(arguments)
+        return super().__new__(cls)
+
+    @classmethod
+    def check_installed(cls, arguments: Mapping[str, Any]) -> None:
+        """Raise ``MissingExtra`` (one line naming the extra) when the metric, built with these constructor
+        arguments, needs an extra that is not installed: its card's ``extra``. The command line calls it
+        before a run; a metric whose need depends on its arguments (METEOR's ``data=``) overrides it."""
+        card = cls.card
+        if card is not None and card.extra is not None:
+            require_extra(card.extra, cls.__name__)
 
     def __init__(self, name: str, track: bool = True, project_name: str | None = None) -> None:
         if not isinstance(name, str) or not name.strip():

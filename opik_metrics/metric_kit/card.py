@@ -71,7 +71,8 @@ class MetricCard:
 
     ``every_reference``: the constructor argument that receives every reference of the input
     before scoring starts (CIDEr-D's document frequencies), if any; with ``every_reference_if``,
-    only when that option is given (BERTScore's ``--idf``).
+    only when that option is given (BERTScore's ``--idf``). ``extra``: the optional dependencies it
+    needs (``"neural"``), checked before it is built (``PackMetric.check_installed``).
     """
 
     name: str
@@ -83,6 +84,7 @@ class MetricCard:
     loads_model: bool = False                   # a worker should build it once and keep it
     every_reference: str | None = None
     every_reference_if: str | None = None
+    extra: str | None = None                    # the pyproject extra it needs (core.extras), if any
 
     def wants_every_reference(self, values: Mapping[str, Any]) -> bool:
         """Whether, with these option values, the metric is built with every reference of the input."""

@@ -41,7 +41,7 @@ class BERTScore(ReferenceMetric):
 
     card = MetricCard(
         "bertscore", "BERTPrecision, BERTRecall, BERTF1 (bert_score's numbers)", group="BERTScore options",
-        loads_model=True, every_reference="idf_references", every_reference_if="idf", options=(
+        loads_model=True, extra="neural", every_reference="idf_references", every_reference_if="idf", options=(
             Option("--bertscore-model", "model", help="hub id, local path or packaged:minilm "
                    "(default: bert_score's model for --lang, roberta-large for English)"),
             Option("--num-layers", "num_layers", kind=int,

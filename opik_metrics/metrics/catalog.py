@@ -64,7 +64,11 @@ class MetricRecipe:
 
     @classmethod
     def of(cls, named: Sequence[tuple[str, Mapping[str, Any]]]) -> "MetricRecipe":
+        """The recipe of the named metrics; a metric whose extra is not installed is refused here
+        (``MissingExtra``), before any worker starts or any item is scored."""
         classes = [(name, metric_class(name), dict(kwargs)) for name, kwargs in named]
+        for _, metric, kwargs in classes:
+            getattr(metric, "check_installed")(kwargs)       # every catalog class is a PackMetric
         return cls(tuple((name, target_of(c), kwargs) for name, c, kwargs in classes),
                    loads_model=any(metric_card(name).loads_model for name, _, _ in classes))
 

@@ -79,7 +79,7 @@ class CLIPScore(StatisticsMetric):
 
     card = MetricCard(
         "clipscore", "CLIP-S per item (RefCLIP-S with references), Hessel et al.'s numbers",
-        needs_reference=False, needs_image=True, loads_model=True, group="clipscore options", options=(
+        needs_reference=False, needs_image=True, loads_model=True, extra="images", group="clipscore options", options=(
             Option("--clip-model", "model", help="CLIP model: hub id or local path (default "
                    "%(default)s, the paper's ViT-B/32)"),
             Option("--clip-prompt", "prompt", help="text put before each caption (default %(default)r, "

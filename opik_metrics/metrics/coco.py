@@ -2,9 +2,10 @@
 under its own keys, per item and for the corpus, with no Java."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from opik_metrics.core import CorpusFacts, MetricInputError, ScoreFacts, Statistics, corpus_facts
+from opik_metrics.core.extras import require_extra
 from opik_metrics.metric_kit.base import ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.metric_kit.shared_options import CAPTION_TOKENIZE
@@ -52,6 +53,13 @@ class COCOCaption(DocumentFrequencyMetric):
                         help="leave METEOR out of the COCO suite (its tables take seconds and 600 MB)")),
         every_reference="df_references")
     default_name = "coco"
+
+    @classmethod
+    def check_installed(cls, arguments: Mapping[str, Any]) -> None:
+        """The meteor extra for the METEOR key, unless it is left out or read from a folder of its own."""
+        if arguments.get("meteor", True) is True:
+            require_extra("meteor", "COCOCaption's METEOR key",
+                          otherwise="or leave METEOR out: COCOCaption(meteor=False) (--coco-no-meteor)")
 
     def __init__(self, df_references: Sequence[str | Sequence[str]] | None = None, tokenize: str = "ptb",
                  meteor: Any = True, name: str = "coco", track: bool = True,

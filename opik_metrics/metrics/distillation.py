@@ -42,7 +42,7 @@ class DistillationKL(ReferenceFreeMetric):
 
     card = MetricCard(
         "distillation_kl", "per-token KL(teacher_T || student_T) of two causal LMs", group="distillation KL options",
-        needs_reference=False, loads_model=True, options=(
+        needs_reference=False, loads_model=True, extra="neural", options=(
             Option("--teacher", "teacher", required=True, help="teacher causal LM (hub id, path or packaged:smollm2)"),
             Option("--student", "student", required=True, help="student causal LM sharing the teacher's vocabulary"),
             Option("--temperature", "temperature", kind=float,

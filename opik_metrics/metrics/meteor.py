@@ -2,9 +2,10 @@
 ``-l en -norm``), per item and for the corpus, in Python: no Java."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts
+from opik_metrics.core.extras import require_extra
 from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
 
@@ -49,6 +50,13 @@ class METEOR(ReferenceMetric):
                    help="folder with meteor-1.5.jar and paraphrase-en.gz (default: pycocoevalcap's installed copy)"),
         ))
     default_name = "meteor"
+
+    @classmethod
+    def check_installed(cls, arguments: Mapping[str, Any]) -> None:
+        """The meteor extra, unless ``data`` points at a copy of Meteor's files."""
+        if arguments.get("data") is None:
+            require_extra("meteor", "METEOR", otherwise="or pass data=<folder> (--meteor-data) with meteor-1.5.jar "
+                                                        "and paraphrase-en.gz")
 
     def __init__(self, data: Any = None, name: str = "meteor", track: bool = True,
                  project_name: str | None = None) -> None:

@@ -38,7 +38,7 @@ class Perplexity(ReferenceFreeMetric):
 
     card = MetricCard(
         "perplexity", "perplexity of a causal LM per item, token-weighted corpus perplexity",
-        group="perplexity options", needs_reference=False, loads_model=True, options=(
+        group="perplexity options", needs_reference=False, loads_model=True, extra="neural", options=(
             Option("--perplexity-model", "model",
                    help="causal LM: hub id, local path, .gguf file or packaged:smollm2 (default)"),
             Option("--stride", "stride", kind=int, help="sliding-window stride for texts longer than the context"),

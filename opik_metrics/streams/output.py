@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from opik_metrics.core import MetricFacts
+from opik_metrics.core.extras import require_extra
 from opik_metrics.core.file_names import name_too_long
 from opik_metrics.scoring.rows import statistics_column
 
@@ -28,9 +29,13 @@ class OutputError(ValueError):
 
 
 def output_format(path: str) -> str:
+    """"jsonl" or "parquet", from the file's suffix; a Parquet file without the parquet extra is
+    refused here, before anything is scored or read (``MissingExtra``)."""
     fmt = OUTPUT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         raise OutputError(f"--output {path}: name a .jsonl or .parquet file")
+    if fmt == "parquet":
+        require_extra("parquet", f"the Parquet file {path}", otherwise="or use JSON Lines (a .jsonl file)")
     return fmt
 
 

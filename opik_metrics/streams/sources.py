@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from opik_metrics.core.extras import require_extra
 from opik_metrics.core.file_names import name_too_long
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
@@ -275,10 +276,8 @@ class ParquetSource(Source):
 
     def __init__(self, path: str, columns: list[str] | None = None) -> None:
         super().__init__(path)
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise SourceError("reading Parquet needs pyarrow: pip install 'opik-metrics[ray]' or pyarrow") from None
+        require_extra("parquet", f"reading the Parquet file {path}")
+        import pyarrow.parquet as pq
         try:
             self._file = pq.ParquetFile(path)
         except Exception as exc:

@@ -48,8 +48,8 @@ BUILD_COST = "about 40 s of CPU and 650 MB; 3 minutes on a busy machine"
 _OURS = re.compile(r"meteor-en-v\d+-[0-9a-f]{16}\.bin")
 _STALE_TEMPORARY_S = 3600                   # a half-written cache this old was abandoned
 _FINGERPRINT_BYTES = 1 << 20
-HOW_TO_GET = ("install pycocoevalcap (`pip install pycocoevalcap`, which ships meteor-1.5.jar and "
-              "meteor/data/paraphrase-en.gz), or pass their location: MeteorScorer(data=<folder or MeteorDataPaths>)")
+HOW_TO_GET = ("install the meteor extra (`pip install 'opik-metrics[meteor]'`: pycocoevalcap ships meteor-1.5.jar and "
+              "meteor/data/paraphrase-en.gz), or pass their location: METEOR(data=<folder>), --meteor-data")
 
 
 class MeteorDataError(FileNotFoundError):

@@ -43,7 +43,7 @@ def data(tmp_path, monkeypatch):
 
 
 def test_an_empty_folder_names_the_missing_jar_and_how_to_get_it(tmp_path):
-    with pytest.raises(MeteorDataError, match=r"meteor-1\.5\.jar does not exist.*pip install pycocoevalcap"):
+    with pytest.raises(MeteorDataError, match=r"meteor-1\.5\.jar does not exist.*pip install 'opik-metrics\[meteor\]'"):
         MeteorScorer(data=tmp_path)
 
 
