@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from opik_metrics.core.extras import extra_providing, needs_extra
 from opik_metrics.core.versions import ours as _ours
 
 __version__ = _ours()
@@ -41,5 +42,8 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name == _PUBLIC[name]:
             raise AttributeError(f"{name} is not available in this version of opik-metrics") from exc
-        raise
+        extra = extra_providing(exc.name or "")
+        if extra is None:
+            raise
+        return needs_extra(name, extra, _PUBLIC[name])   # as transformers' dummy objects: `import *` works
     return getattr(module, name)

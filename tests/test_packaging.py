@@ -10,9 +10,6 @@ install's finder among them, are not run there).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import sysconfig
 import tarfile
@@ -21,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fresh_install import ROOT, build, clean_env, run, source_copy
+
 pytestmark = pytest.mark.xdist_group("packaging")      # one build and one fresh venv, where loadgroup works
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "opik_metrics"
 
 # One item per metric; plain lower-case words, which pycocoevalcap's PTB tokenisation leaves as they are.
@@ -55,41 +53,12 @@ print(json.dumps({
 """
 
 
-def run(args: list, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=120, **kwargs)
-    assert result.returncode == 0, f"{args} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def clean_env() -> dict[str, str]:
-    """The environment without anything that would put the repository or the dev venv on the path."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__"}}
-    env.update(PYTHONNOUSERSITE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OPIK_ANALYTICS_ENABLE="false",
-               OPIK_SENTRY_ENABLE="false", OPIK_URL_OVERRIDE="http://127.0.0.1:9/api", MPLBACKEND="Agg",
-               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-    return env
-
-
-def source_copy(target: Path) -> Path:
-    """The repository's sources, without its venv, caches and build outputs: setuptools writes its
-    egg-info, build/ and the sdist's staging folder into the source tree, and two builds at once
-    (xdist workers, a developer's own build) must not share them."""
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        top = Path(folder) == ROOT
-        return {n for n in names if n in {"__pycache__", "build", "dist"} or n.endswith((".egg-info", ".sqlite"))
-                or (top and (n.startswith(".") or n in {"demo-output", "out"}))}
-
-    shutil.copytree(ROOT, target, ignore=ignore)
-    return target
-
-
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory) -> dict[str, Path]:
     """The sdist, then the wheel built from that sdist (so the sdist is shown to be complete)."""
     out = tmp_path_factory.mktemp("dist")
     source = source_copy(tmp_path_factory.mktemp("source") / "opik-metrics")
-    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, source], cwd=out, env=clean_env())
+    build(source, out)
     sdists, wheels = sorted(out.glob("*.tar.gz")), sorted(out.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1, sorted(p.name for p in out.iterdir())
     return {"sdist": sdists[0], "wheel": wheels[0]}

@@ -4,7 +4,9 @@ that needs an extra that is not installed is refused in one line naming it, befo
 ``ModuleNotFoundError`` from deep inside a run. Checks look modules up without importing them."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from typing import Any, Callable
 
 #: The modules whose presence says an extra is installed (kept in step with pyproject.toml's extras;
 #: tests/test_lean_install.py compares the two).
@@ -51,3 +53,23 @@ def require_extra(extra: str, what: str, otherwise: str | None = None) -> None:
         absent = f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
         raise MissingExtra(f"{what} needs the {extra} extra: {install_hint(extra)} ({absent})"
                            + (f"; {otherwise}" if otherwise else ""))
+
+
+def extra_providing(module: str) -> str | None:
+    """The first extra (in ``EXTRAS`` order: neural before images) that brings ``module`` (``"torch.nn"``
+    counts as ``torch``), or None."""
+    top = module.partition(".")[0]
+    return next((extra for extra, modules in EXTRAS.items() if top in modules), None)
+
+
+def needs_extra(name: str, extra: str, module: str) -> Callable[..., Any]:
+    """What stands for the public function ``module.name`` while its extra is missing: calling it raises
+    ``MissingExtra`` naming the extra (once the extra is installed, it calls the function), so that
+    ``from opik_metrics import *`` works without the extra."""
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        require_extra(extra, name)
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    missing.__name__ = missing.__qualname__ = name
+    missing.__doc__ = f"{name} needs the {extra} extra: {install_hint(extra)}."
+    return missing
