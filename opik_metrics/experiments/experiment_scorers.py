@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 from _opik import ScoreResult   # the class opik.evaluation.metrics.score_result exports, without importing opik
 
-from opik_metrics.core import facts_of
+from opik_metrics.core import MetricFacts, facts_of
 from opik_metrics.scoring import as_results, failed_result
 
 ExperimentScorer = Callable[[list], Any]
@@ -14,11 +14,16 @@ ExperimentScorer = Callable[[list], Any]
 
 def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
     """Experiment-level scorers the metrics offer: ``experiment_score`` of every metric whose facts
-    name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores)."""
+    name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores), and of
+    a metric that states no facts (a user's own Opik metric: its ``experiment_score`` is its word). A
+    metric that states it has no corpus score (a plugin's word count) offers none: else its
+    experiment score would be a failed row."""
     out = []
     for m in metrics:
         facts = facts_of(m)
-        if callable(getattr(m, "experiment_score", None)) and (facts.corpus is None or facts.own_corpus is not None):
+        states_facts = isinstance(getattr(m, "facts", None), MetricFacts)
+        offers = facts.own_corpus is not None or (facts.corpus is None and not states_facts)
+        if callable(getattr(m, "experiment_score", None)) and offers:
             out.append(m.experiment_score)
     return out
 
