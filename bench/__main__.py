@@ -5,7 +5,8 @@ are shown but do not count against the exit status.
 
 Each benchmark module runs in its own process, so that models, caches and global torch state of
 one cannot affect another. ``gpu`` (bench/gpu.py: the model-backed races on one GPU) runs only when
-asked for, ``--only gpu``; its rows name the card they ran on.
+asked for, ``--only gpu``; its rows name the card they ran on. ``install`` (bench/install.py: a
+fresh venv of the core against one of ``[all]``) likewise, ``--only install``.
 
     python -m bench [--only rouge,bleu] [--n N]
 """
@@ -22,7 +23,7 @@ from opik_metrics.core.table import format_table
 BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_chrf_ter", "bench_cider", "bench_meteor",
               "bench_bertscore", "bench_clipscore", "bench_caption", "bench_perplexity", "bench_lm_memory", "bench_scale",
               "bench_gate", "bench_compare_gate", "bench_rescore"]
-ON_REQUEST = ["gpu"]  # modules run only when --only names them (no bench_ prefix)
+ON_REQUEST = ["gpu", "install"]  # modules run only when --only names them (no bench_ prefix)
 _MARK = "@@bench-rows@@"
 _CHILD = ("import json, sys, importlib; m = importlib.import_module('bench.' + sys.argv[1]); "
           "rows = m.main(int(sys.argv[2])) if sys.argv[2] != '0' else m.main(); "

@@ -168,6 +168,15 @@ def test_the_cli_refuses_a_missing_extra_before_any_work_and_lists_every_metric(
         "'opik-metrics[parquet]' (pyarrow is not installed); or use JSON Lines (a .jsonl file)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "p.txt", "r.txt"]    # nothing scored, nothing left
 
+    (tmp_path / "cc.tsv").write_text("a dog\thttp://127.0.0.1:9/dog.jpg\n", encoding="utf-8")
+    done = command(core, "caption", "--tsv", "cc.tsv", "--model", "blip", "--backend", "local", "--experiment", "e",
+                   cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "opik-metrics: error: opik-metrics caption needs the images extra: pip install 'opik-metrics[images]' "
+        "(PIL, torch, transformers are not installed)"]
+    done = command(core, "explain", "--candidate", "a cat", "--reference", "the cat", "--png", "x.png", cwd=tmp_path)
+    assert done.returncode == 2 and "opik-metrics explain needs the neural extra" in done.stderr, done.stderr
+
     shown = command(core, "score", "--help", cwd=tmp_path)
     assert shown.returncode == 0
     for name in ("bertscore", "clipscore", "meteor", "perplexity", "distillation_kl", "coco", "cider"):
@@ -197,3 +206,14 @@ def test_each_extra_the_code_names_is_declared_and_brings_its_modules():
     assert not core & HEAVY
     everything = extras["all"][0]
     assert set(everything[everything.index("[") + 1:everything.index("]")].split(",")) == set(extras) - {"all", "dev"}
+
+
+def test_a_metric_built_with_what_it_needs_copies_and_pickles_without_the_check(core, tmp_path):
+    code = ("import copy, pickle\nfrom opik_metrics import CHRF, COCOCaption\n"
+            "coco = COCOCaption(meteor=False, track=False)\n"
+            "print(type(copy.deepcopy(coco)).__name__, type(pickle.loads(pickle.dumps(CHRF(track=False)))).__name__)\n"
+            "class Mine(COCOCaption):\n    def __init__(self, **kwargs):\n        super().__init__(**kwargs)\n"
+            "print(Mine(meteor=False, track=False).engine.keys[-1])\n")
+    done = python(core, code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["COCOCaption", "CHRF", "CIDEr"]

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from opik_metrics.cli.options import add_store_argument
+from opik_metrics.core.extras import require_extra
 from opik_metrics.core.table import format_table
 
 
@@ -93,6 +94,7 @@ def cmd_caption(args: argparse.Namespace) -> int:
     from opik_metrics.pipelines.captioning.conceptual_captions import check_source
 
     check_source(args.tsv, args.hf_dataset, args.limit)      # usage errors before the heavy imports
+    require_extra("images", "opik-metrics caption")          # BLIP reads images: one line, before any work
     from opik_metrics.experiments.opik_server import CLI_LOCAL_ADVICE, choose_backend
 
     # chosen here so that a server that is down is advised in this command's words (--backend local)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from opik_metrics.cli.errors import CLIError
+from opik_metrics.core.extras import require_extra
 from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import metric_card
 
@@ -34,6 +35,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from opik_metrics.metrics.bertscore import BERTScore
 
     _check_explain_arguments(args)
+    require_extra("neural", "opik-metrics explain")
+    require_extra("report", "opik-metrics explain's heatmap")     # before the model loads, not after it scored
     metric = BERTScore(model=args.bertscore_model, num_layers=args.num_layers, lang=args.lang,
                        device=args.device, track=False)
     results = {r.name: r.value for r in metric.score(args.output, args.reference)}

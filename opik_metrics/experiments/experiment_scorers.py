@@ -14,7 +14,8 @@ ExperimentScorer = Callable[[list], Any]
 
 def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
     """Experiment-level scorers the metrics offer: ``experiment_score`` of every metric whose facts
-    name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores), and of
+    name a corpus score of its own (corpus BLEU, perplexity; not a mean of the items' scores) or
+    corpus scores made from the whole set (an ``evaluate`` module's), and of
     a metric that states no facts (a user's own Opik metric: its ``experiment_score`` is its word). A
     metric that states it has no corpus score (a plugin's word count) offers none: else its
     experiment score would be a failed row."""
@@ -22,7 +23,8 @@ def experiment_scorers(metrics: Sequence[Any]) -> list[ExperimentScorer]:
     for m in metrics:
         facts = facts_of(m)
         states_facts = isinstance(getattr(m, "facts", None), MetricFacts)
-        offers = facts.own_corpus is not None or (facts.corpus is None and not states_facts)
+        offers = (facts.own_corpus is not None or bool(facts.whole_set_corpora)
+                  or (facts.corpus is None and not states_facts))
         if callable(getattr(m, "experiment_score", None)) and offers:
             out.append(m.experiment_score)
     return out

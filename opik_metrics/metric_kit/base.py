@@ -50,6 +50,27 @@ class ExperimentItems(NamedTuple):
     left_out: list[str]
 
 
+_RESTORING = "_opik_metrics_restoring"     # __new__'s keyword for copy and pickle: no constructor call, no check
+
+
+def _constructor_arguments(cls: type, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of a call, by name (a ``**kwargs`` constructor's own included), for
+    ``check_installed``; a call the constructor cannot bind gives its keywords (the constructor says what is wrong)."""
+    signature = inspect.signature(getattr(cls, "__init__"))      # the unbound function: self first
+    try:
+        bound = signature.bind_partial(None, *args, **kwargs).arguments
+    except TypeError:
+        return dict(kwargs)
+    arguments: dict[str, Any] = {}
+    for name, value in bound.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(value)
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            arguments[name] = value
+    return arguments
+
+
 class PackMetric(_opik.BaseMetric, abc.ABC):
     """A metric of this pack: Opik's ``BaseMetric`` plus the facts it states and its corpus score.
 
@@ -82,13 +103,14 @@ class PackMetric(_opik.BaseMetric, abc.ABC):
             register(cls)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        # before any constructor body: a missing extra is one line, not a ModuleNotFoundError from an engine
-        try:
-            arguments = inspect.signature(cls).bind_partial(*args, **kwargs).arguments
-        except TypeError:           # the constructor's own call will say what is wrong
-            arguments = dict(kwargs)
-        cls.check_installed(arguments)
+        # before any constructor body: a missing extra is one line, not a ModuleNotFoundError from an engine;
+        # a copy or an unpickled metric (``__getnewargs_ex__``) was checked when it was built
+        if kwargs.pop(_RESTORING, False) is not True:
+            cls.check_installed(_constructor_arguments(cls, args, kwargs))
         return super().__new__(cls)
+
+    def __getnewargs_ex__(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {_RESTORING: True}
 
     @classmethod
     def check_installed(cls, arguments: Mapping[str, Any]) -> None:

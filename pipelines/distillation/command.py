@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from opik_metrics.core.extras import require_extra
 from opik_metrics.experiments.store import STORE_ENV
 from opik_metrics.pipelines.distillation.data import QUICK
 
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.steps = min(args.steps, QUICK["steps"])
         args.max_new_tokens = min(args.max_new_tokens, QUICK["max_new_tokens"])
+    require_extra("neural", "the distillation pipeline")          # one line, before the heavy imports
     from opik_metrics.pipelines.distillation.pipeline import run   # heavy (torch, opik): after the arguments
 
     try:
