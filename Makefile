@@ -58,7 +58,7 @@ perl:
 test: $(DEV_STAMP) browser java perl
 	$(BIN)/ruff check opik_metrics pipelines
 	$(BIN)/mypy
-	$(BIN)/mkdocs build --strict --quiet -d build/site
+	$(BIN)/mkdocs build --strict -d build/site
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 bench: $(DEV_STAMP)

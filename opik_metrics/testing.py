@@ -30,9 +30,10 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
     """Gate ``candidate`` against ``baseline`` and return the gated comparison when it passes.
 
     Args:
-        baseline, candidate: record files that ``opik-metrics score --input ... --output`` wrote
-            (paired by id), or experiment names in the local store (``store``) or on the Opik
-            server (``opik``, or the configured one).
+        baseline: a record file that ``opik-metrics score --input ... --output`` wrote (paired
+            with the candidate's by id), or an experiment's name in the local store (``store``) or
+            on the Opik server (``opik``, or the configured one).
+        candidate: the same kind of source as ``baseline``, gated against it.
         scores: the scores gated (default: every compared score but precision/recall parts).
         margin: {score: X}: non-inferiority for that score (its interval must stay above -X in
             the score's direction) instead of the significance test.
