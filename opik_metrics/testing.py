@@ -26,7 +26,7 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
                          fail_on: str = "worse", store: Source | None = None, opik: bool = False,
                          project_name: str | None = None, resamples: int = DEFAULT_RESAMPLES,
                          seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE,
-                         min_items: int = DEFAULT_MIN_ITEMS) -> GatedComparison:
+                         min_items: int = DEFAULT_MIN_ITEMS, cluster_by: str | None = None) -> GatedComparison:
     """Gate ``candidate`` against ``baseline`` and return the gated comparison when it passes.
 
     Args:
@@ -40,6 +40,8 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
         correction: "holm" (default), "bonferroni" or "none", over the gated scores' p-values.
         fail_on: "worse" (a score significantly worse fails) or "not-better" (every score must be
             significantly better).
+        cluster_by: an item field (a record file's kept column): the bootstrap resamples whole
+            clusters of items sharing it. Trials of one item are always merged into the item.
 
     Raises:
         AssertionError: the gate failed; the message is its Markdown table and exit line.
@@ -47,6 +49,7 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
     """
     names = [os.fspath(baseline), os.fspath(candidate)]
     settings = CompareSettings(resamples=resamples, seed=seed, confidence=confidence, min_items=min_items,
+                               cluster_by=cluster_by,
                                metrics=tuple(scores) if scores else None)
     settings.check()
     experiments, source = load_compared(names, store=store, opik=opik, project_name=project_name)

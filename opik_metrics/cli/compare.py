@@ -39,6 +39,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--top-k", type=int, default=5, help="items with the largest differences listed (default 5)")
+    parser.add_argument("--cluster-by", metavar="FIELD",
+                        help="resample whole clusters of items sharing FIELD (a document id, a scenario): a record "
+                             "file's kept column or a dataset item's field. Trials of one item (rows sharing an id, "
+                             "Opik's trial_count) are always merged into their item")
     parser.add_argument("--format", choices=["table", "json", "markdown"], default="table",
                         help="what to print: a summary table (default), the whole comparison as JSON, or (with "
                              "--fail-on) the gate's Markdown table, for $GITHUB_STEP_SUMMARY")
@@ -88,6 +92,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired
 
     settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+                               cluster_by=args.cluster_by,
                                top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
                                all_scores=args.all_scores)
     settings.check()

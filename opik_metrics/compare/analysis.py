@@ -29,6 +29,7 @@ from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
                                         ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.trials import by_cluster, nondeterminism, ratio_of_sums, trial_counts, units_of
 from opik_metrics.core.numbers import is_number
 
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
@@ -47,6 +48,7 @@ class CompareSettings:
     metrics: tuple[str, ...] | None = None   # None: every score but precision/recall parts
     all_scores: bool = False                 # also the precision/recall parts
     min_items: int = DEFAULT_MIN_ITEMS       # paired items a verdict needs (fewer: p-value shown, verdict n/a)
+    cluster_by: str | None = None            # an item field: the bootstrap draws whole clusters of items
 
     @property
     def alpha(self) -> float:
@@ -61,6 +63,8 @@ class CompareSettings:
             raise ValueError(f"top_k: expected a non-negative integer, got {self.top_k!r}")
         if isinstance(self.min_items, bool) or not isinstance(self.min_items, int) or self.min_items < 1:
             raise ValueError(f"min_items: expected a positive integer, got {self.min_items!r}")
+        if self.cluster_by is not None and (not isinstance(self.cluster_by, str) or not self.cluster_by.strip()):
+            raise ValueError(f"cluster_by: expected a field name, got {self.cluster_by!r}")
 
 
 def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFacts:
@@ -105,6 +109,7 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
     """The comparison of ``experiments`` (the first is the baseline of each pair it is in)."""
     settings.check()
     _check_experiments(experiments)
+    experiments = [units_of(e, settings.cluster_by) for e in experiments]
     metrics = _select_metrics(experiments, settings)
     context = _Context(settings)
     scores = {m.name: _metric_scores(m, experiments, settings, context) for m in metrics}
@@ -230,16 +235,22 @@ def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord]) -> dict[s
 
 
 def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord],
-               column: _Column) -> Any:
+               column: _Column, clusters: tuple[str, ...] | None = None) -> Any:
     """The statistic of ``metric`` over ``items`` (in that order) of ``experiment``: items in
-    ``column.has``, so each has its value or its statistics row."""
+    ``column.has``, so each has its value or its statistics row. With ``clusters``, a cluster
+    bootstrap's statistic: one row per cluster (the sum and count of its items' values, or its
+    items' summed statistics), so that a resample draws whole clusters."""
     name = metric.name
     if metric.kind == "mean":
-        return MeanStatistic([item.scores[name] for item in items])
+        values = [item.scores[name] for item in items]
+        if clusters is None:
+            return MeanStatistic(values)
+        return CorpusStatistic(by_cluster([[v, 1.0] for v in values], clusters), ratio_of_sums)
     corpus = experiment.corpus(name)
     assert corpus is not None
     formula = functools.partial(resolve_formula(corpus.formula, experiment.name), **corpus.options)
-    return CorpusStatistic([column.rows[item.key] for item in items], formula)
+    rows = [column.rows[item.key] for item in items]
+    return CorpusStatistic(rows if clusters is None else by_cluster(rows, clusters), formula)
 
 
 def _has_statistics(corpus_name: str, item: ItemRecord, experiment: ExperimentRecords) -> bool:
@@ -275,9 +286,17 @@ class _Context:
 
     def __init__(self, settings: CompareSettings) -> None:
         self.resamples, self.seed = settings.resamples, settings.seed
+        self.clustered = settings.cluster_by is not None
         self.last: tuple[int, Any] | None = None
         self.columns: dict[tuple[str, str], _Column] = {}
-        self.statistics: dict[tuple[str, str, tuple[str, ...]], ResampledOnce] = {}
+        self.statistics: dict[tuple[str, str, tuple[str, ...], tuple[str, ...] | None], ResampledOnce] = {}
+
+    def units(self, items: Sequence[ItemRecord]) -> tuple[tuple[str, ...] | None, int]:
+        """The cluster of each item (None without clustering) and how many units the bootstrap draws."""
+        if not self.clustered:
+            return None, len(items)
+        labels = tuple(str(item.cluster) for item in items)
+        return labels, len(set(labels))
 
     def indices(self, n_items: int) -> Any:
         if self.last is None or self.last[0] != n_items:
@@ -287,13 +306,15 @@ class _Context:
             self.last = (n_items, idx)
         return self.last[1]
 
-    def statistic(self, metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord]) -> Any:
+    def statistic(self, metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord],
+                  clusters: tuple[str, ...] | None = None) -> Any:
         """``_statistic`` of ``metric`` over ``items`` (in that order), made once: an experiment's
-        interval and a paired test's side over the same items share its resamples."""
-        key = (metric.name, experiment.name, tuple(item.key for item in items))
+        interval and a paired test's side over the same items share its resamples. With ``clusters``
+        (one label per item) the statistic's units are the clusters, in first-seen order."""
+        key = (metric.name, experiment.name, tuple(item.key for item in items), clusters)
         if key not in self.statistics:
             self.statistics[key] = ResampledOnce(_statistic(metric, experiment, items,
-                                                            self.column(metric, experiment)))
+                                                            self.column(metric, experiment), clusters))
         return self.statistics[key]
 
     def column(self, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
@@ -338,7 +359,8 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
         odd = list(column.kinds.values())
         if not items:
             continue
-        interval = bootstrap_interval(context.statistic(metric, e, items), context.indices(len(items)),
+        clusters, units = context.units(items)
+        interval = bootstrap_interval(context.statistic(metric, e, items, clusters), context.indices(units),
                                       settings.confidence)
         out[e.name] = ScoreValue(
             value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
@@ -384,17 +406,21 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                           p_value=None, verdict=Verdict.NONE, n=0, non_finite=non_finite, non_finite_kinds=odd,
                           wins=None, ties=None, losses=None, differences=(), largest_differences=(),
                           note="; ".join(notes))
-    idx = context.indices(len(both))
-    result = paired_bootstrap(context.statistic(metric, baseline, [a for a, _ in both]),
-                              context.statistic(metric, system, [b for _, b in both]), idx, settings.confidence)
+    clusters, units = context.units([a for a, _ in both])     # a pair's clusters: the baseline's labels
+    idx = context.indices(units)
+    result = paired_bootstrap(context.statistic(metric, baseline, [a for a, _ in both], clusters),
+                              context.statistic(metric, system, [b for _, b in both], clusters), idx,
+                              settings.confidence)
     significant: bool | None = result.p_value < settings.alpha
     p_value: float | None = result.p_value
-    if len(both) == 1:             # every resample is the one pair: no spread, nothing to test
+    if units == 1:                 # every resample is the one pair (or cluster): no spread, nothing to test
         significant, p_value = None, None
-        notes.insert(0, f"only 1 paired item: no test is possible and a verdict needs at least {settings.min_items}")
-    elif len(both) < settings.min_items:
+        what = "paired item" if clusters is None else f"cluster ({len(both)} paired items)"
+        notes.insert(0, f"only 1 {what}: no test is possible and a verdict needs at least {settings.min_items}")
+    elif units < settings.min_items:
         significant = None
-        notes.insert(0, f"only {len(both)} paired items: a verdict needs at least "
+        what = "paired items" if clusters is None else f"clusters ({len(both)} paired items)"
+        notes.insert(0, f"only {units} {what}: a verdict needs at least "
                         f"{settings.min_items}; the p-value is shown for information only")
     if result.note:
         notes.insert(0, result.note)
@@ -499,6 +525,7 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSumm
                          "scores are compared as higher-is-better and have no corpus scores")
     notes.extend(_whole_set_notes(experiments))
     notes.extend(_one_sided_notes(experiments))
+    notes.extend(_unit_notes(experiments, metrics, settings))
     for m in metrics:
         for e in experiments:
             entry = scores[m.name].get(e.name)
@@ -525,6 +552,30 @@ def _one_sided_notes(experiments: Sequence[ExperimentRecords], shown: int = 10) 
                 names = ", ".join(alone[:shown]) + (f" and {len(alone) - shown} more" if len(alone) > shown else "")
                 notes.append(f"{len(alone)} item(s) of {one.name} are not in {other.name}, so they are in no paired "
                              f"test of the two: {names}")
+    return notes
+
+
+def _unit_notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary],
+                settings: CompareSettings) -> list[str]:
+    """What the bootstrap resamples (items of several trials, clusters) and how much the trials vary."""
+    notes = []
+    for e in experiments:
+        items, rows = trial_counts(e)
+        if rows > items:
+            notes.append(f"{e.name}: {items} items, {rows} trials in all ({rows / items:.3g} per item): each item is "
+                         "the mean of its trials (a corpus score sums their statistics), and the item, not the "
+                         "trial, is what the bootstrap resamples")
+            for m in metrics:
+                spread = nondeterminism([item for item in e.items if not item.failed], m.name)
+                if spread is not None:
+                    notes.append(f"{e.name}: {m.name} varies across the trials of an item by a mean standard "
+                                 f"deviation of {spread[0]:.4g}; trial-to-trial variation is {spread[1]:.0%} of "
+                                 "the variance of the item means that the interval reflects")
+        if settings.cluster_by is not None:
+            clusters = {item.cluster for item in e.items if not item.failed}
+            notes.append(f"{e.name}: resampled by cluster ({settings.cluster_by}): {len(clusters)} clusters of "
+                         f"{sum(1 for item in e.items if not item.failed)} scored items; a resample draws whole "
+                         "clusters, so items of one cluster are not counted as independent")
     return notes
 
 

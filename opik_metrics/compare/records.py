@@ -25,6 +25,9 @@ class ItemRecord:
     score_failures: dict[str, str] = field(default_factory=dict)  # score name -> why it has no value
     non_finite: dict[str, str] = field(default_factory=dict)      # score name -> "inf", "-inf" or "nan"
     metadata: dict[str, dict] = field(default_factory=dict)       # score name -> its metadata
+    trials: int = 1                      # runs of this item merged into it (trials.merge_trials)
+    trial_sd: dict[str, float] = field(default_factory=dict)      # score name -> its SD across the trials
+    cluster: str | None = None           # the group it is resampled with (trials.assign_clusters)
 
     def text(self) -> str:
         """The output text (``output`` field, else the whole output as JSON-ish text)."""

@@ -20,6 +20,9 @@ from opik_metrics.scoring.rows import statistics_column
 RECORD_FILE_SUFFIXES = tuple(OUTPUT_FORMATS)
 
 
+TRIAL_COLUMN = "trial"      # a record file that keeps it may hold several rows (trials) under one id
+
+
 class RecordFileError(ValueError):
     """A record file that cannot be compared (no metadata, no ids, a repeated id)."""
 
@@ -76,8 +79,9 @@ def from_records(path: str) -> ExperimentRecords:
     """The rows of a record file (``score --input ... --output``) as an experiment named ``path``:
     each row an item keyed by its id, its scores, its statistics under the score that carries
     them, and the metrics' facts from the file's metadata (so corpus scores are recomputed from
-    the statistics, as for a stored experiment). A file without metadata or ids, or with an id
-    twice, raises RecordFileError naming it."""
+    the statistics, as for a stored experiment). Rows sharing an id are trials of one item when the
+    file keeps a ``trial`` column (the comparison merges them); otherwise a file without metadata or
+    ids, or with an id twice, raises RecordFileError naming it."""
     metadata = read_metadata(path)
     if metadata is None:
         raise RecordFileError(f"{path} has no opik-metrics metadata: it was not written by `opik-metrics score "
@@ -112,10 +116,11 @@ def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, 
     value = row.get(id_field)
     # a record the run could not read has no id: a failed item of its own
     key = f"(no id: record {position + 1})" if value is None else str(value)
-    if key in seen:
+    if key in seen and TRIAL_COLUMN not in keep:
         raise RecordFileError(f"{path}: id {key!r} is on rows {seen[key] + 1} and {position + 1}; ids must be "
-                              "unique to pair records")
-    seen[key] = position
+                              f"unique to pair records, unless the rows are trials of one item: keep a "
+                              f"{TRIAL_COLUMN!r} column (score --keep {TRIAL_COLUMN})")
+    seen.setdefault(key, position)
     kept = {c: row.get(c) for c in keep}
     output = {"output": kept[output_column]} if output_column in kept else {}
     record = ItemRecord(key=key, position=position, input={id_field: value, **kept}, output=output)
@@ -184,9 +189,15 @@ def from_opik(client: Any, name: str, project_name: str | None = None) -> Experi
     check_formulas(name, config)          # metadata someone else wrote: refused before reading items
     with server_errors(url, f"reading the items of experiment {name!r} (the dataset's compare view)"):
         contents = sorted(experiment.get_items(max_results=None), key=lambda c: str(c.dataset_item_id))
+    # one key per dataset item: its trials (trial_count) share it, and the comparison merges them
+    first: dict[Any, int] = {}
+    for k, c in enumerate(contents):
+        first.setdefault(c.dataset_item_id, k)
     inputs = [_item_input(c) for c in contents]
-    items = [_opik_item(key, position, item_input, content)
-             for position, (key, item_input, content) in enumerate(zip(item_keys(inputs), inputs, contents))]
+    unique_keys = dict(zip(first, item_keys([inputs[k] for k in first.values()])))
+    positions = {item_id: n for n, item_id in enumerate(first)}
+    items = [_opik_item(unique_keys[c.dataset_item_id], positions[c.dataset_item_id], item_input, c)
+             for item_input, c in zip(inputs, contents)]
     scores = {s.name: s.value for s in (data.experiment_scores or []) if s.name}
     records = ExperimentRecords(
         name=name, source=_server_name(client),

@@ -1,0 +1,118 @@
+"""Trials and clusters: the unit a comparison resamples is the item, or the cluster of items, never
+the row. Opik's ``trial_count`` stores one row per run of an item and a record file may hold several
+rows under one id; ``merge_trials`` makes each item one record (its mean score over its trials, its
+statistics summed over them, its spread across them kept), so that n items run 3 times count as n,
+not 3n. ``assign_clusters`` labels items with a field (a document id): the bootstrap then draws
+whole clusters. With one trial per item and no clusters both leave an experiment as it was."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from typing import Any, Sequence
+
+from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.core.numbers import is_number
+
+
+def merge_trials(experiment: ExperimentRecords) -> ExperimentRecords:
+    """``experiment`` with the rows that share an item key merged into one item each (see the module)."""
+    groups: dict[str, list[ItemRecord]] = {}
+    for item in experiment.items:
+        groups.setdefault(item.key, []).append(item)
+    if all(len(rows) == 1 for rows in groups.values()):
+        return experiment
+    return replace(experiment, items=[_merged(rows) for rows in groups.values()])
+
+
+def _merged(rows: list[ItemRecord]) -> ItemRecord:
+    if len(rows) == 1:
+        return rows[0]
+    live = [row for row in rows if not row.failed]
+    first = min(rows, key=lambda row: row.position)
+    if not live:
+        return replace(first, trials=len(rows), reason=f"all {len(rows)} trials failed; the first: {first.reason}")
+    base = min(live, key=lambda row: row.position)
+    item = ItemRecord(key=base.key, position=first.position, input=base.input, output=base.output,
+                      trials=len(live), cluster=base.cluster)
+    names = list(dict.fromkeys(name for row in live for name in [*row.scores, *row.non_finite, *row.score_failures]))
+    for name in names:
+        odd = [row.non_finite[name] for row in live if name in row.non_finite]
+        values = [row.scores[name] for row in live if name in row.scores]
+        if odd:                            # a trial without a finite value: the item's mean is not finite either
+            item.non_finite[name] = odd[0]
+        elif values:
+            item.scores[name] = sum(values) / len(values)
+            if len(values) > 1:
+                item.trial_sd[name] = statistics.stdev(values)
+        else:
+            item.score_failures[name] = next(row.score_failures[name] for row in live if name in row.score_failures)
+    item.metadata = {name: _summed_statistics(name, live) for name in base.metadata}
+    return item
+
+
+def _summed_statistics(name: str, live: list[ItemRecord]) -> dict[str, Any]:
+    """The first trial's metadata of score ``name``, with its statistics summed over every trial (a
+    corpus score counts each trial's counts); without them when a trial lacks complete ones."""
+    meta = dict(live[0].metadata.get(name) or {})
+    rows = [(row.metadata.get(name) or {}).get("statistics") for row in live]
+    meta.pop("statistics", None)
+    lists = [r for r in rows if isinstance(r, list) and r and all(is_number(v) for v in r)]
+    if len(lists) == len(rows) and len({len(r) for r in lists}) == 1:
+        meta["statistics"] = [sum(column) for column in zip(*lists)]
+    return meta
+
+
+class ClusterFieldError(ValueError):
+    """``cluster_by`` names a field an item does not have (the message names the item and the field)."""
+
+
+def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentRecords:
+    """``experiment`` with each item's ``cluster`` the value of its input field ``field`` (a record
+    file's kept column, a dataset item's field). A failed item without it keeps no cluster."""
+    items = []
+    for item in experiment.items:
+        value = item.input.get(field) if isinstance(item.input, dict) else None
+        if value is None and not item.failed:
+            kept = ", ".join(sorted(item.input)) if isinstance(item.input, dict) and item.input else "none"
+            raise ClusterFieldError(f"cluster_by {field!r}: item {item.key!r} of {experiment.name} has no field "
+                                    f"{field!r} (its fields: {kept}); a record file keeps it with --keep {field}")
+        items.append(replace(item, cluster=None if value is None else str(value)))
+    return replace(experiment, items=items)
+
+
+def trial_counts(experiment: ExperimentRecords) -> tuple[int, int]:
+    """(items, rows) of a merged experiment: how many items, and how many trials they hold in all."""
+    return len(experiment.items), sum(item.trials for item in experiment.items)
+
+
+def nondeterminism(items: list[ItemRecord], name: str) -> tuple[float, float] | None:
+    """For score ``name`` over items with several trials: the mean within-item SD across trials, and
+    the share of the variance of the item means that trial-to-trial variation explains (the mean of
+    s_i^2 / T_i over the variance of the item means); None without repeated trials."""
+    repeated = [item for item in items if name in item.trial_sd and name in item.scores]
+    means = [item.scores[name] for item in items if name in item.scores]
+    if not repeated or len(means) < 2:
+        return None
+    within = sum(item.trial_sd[name] for item in repeated) / len(repeated)
+    noise = sum(item.trial_sd[name] ** 2 / item.trials for item in repeated) / len(means)
+    total = statistics.variance(means)
+    return within, (min(1.0, noise / total) if total > 0 else 0.0)
+
+
+def units_of(experiment: ExperimentRecords, cluster_by: str | None = None) -> ExperimentRecords:
+    """The experiment as a comparison resamples it: clusters labelled (``cluster_by``), trials merged."""
+    return merge_trials(assign_clusters(experiment, cluster_by) if cluster_by is not None else experiment)
+
+
+def by_cluster(rows: list, clusters: tuple[str, ...]) -> list[list[float]]:
+    """``rows`` (one per item) summed per cluster, clusters in first-seen order."""
+    sums: dict[str, list[float]] = {}
+    for row, label in zip(rows, clusters, strict=True):
+        total = sums.get(label)
+        sums[label] = [float(v) for v in row] if total is None else [t + float(v) for t, v in zip(total, row)]
+    return list(sums.values())
+
+
+def ratio_of_sums(row: Sequence[float]) -> float:
+    """The mean of the items of a cluster bootstrap's resample: the sum of their values over their count."""
+    return row[0] / row[1]
