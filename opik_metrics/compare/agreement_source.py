@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from opik_metrics.compare.analysis import score_facts
 from opik_metrics.compare.human_agreement import Agreement, AgreementSettings, agreement_from_scores
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.trials import merge_trials
 from opik_metrics.core.numbers import is_number
 
 __all__ = ["agreement", "agreement_of", "human_ratings"]
@@ -70,7 +71,9 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
 def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] | None = None,
                  settings: AgreementSettings | None = None) -> Agreement:
     """The agreement of the experiment's scores (``metrics``, else every score but precision/recall
-    parts and the human one) with the human score ``human``."""
+    parts and the human one) with the human score ``human``. The trials of one item are one item:
+    its mean score (``trials.merge_trials``)."""
+    records = merge_trials(records)
     ratings = human_ratings(records, human)
     available = [n for n in records.score_names() if n != human]
     if metrics:

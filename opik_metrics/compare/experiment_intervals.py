@@ -32,15 +32,28 @@ def _results_named(test_results: Sequence[Any], name: str) -> list[ScoreResult |
     return out
 
 
+def _by_item(test_results: Sequence[Any]) -> list[list[Any]]:
+    """The test results grouped by dataset item (``trial_count`` gives one per trial), in first-seen
+    order: the item, not the trial, is what the bootstrap resamples. A result without an item id is its own."""
+    groups: dict[Any, list[Any]] = {}
+    for k, tr in enumerate(test_results):
+        item_id = getattr(getattr(tr, "test_case", None), "dataset_item_id", None)
+        groups.setdefault(("item", item_id) if item_id is not None else ("result", k), []).append(tr)
+    return list(groups.values())
+
+
 def _mean_scores(name: str, test_results: Sequence[Any], settings: dict) -> list[ScoreResult]:
-    values = [float(r.value) for r in _results_named(test_results, name)
-              if r is not None and is_number(r.value)]
+    values = []                      # per item, the mean over its trials that have a finite value
+    for trials in _by_item(test_results):
+        found = [float(r.value) for r in _results_named(trials, name) if r is not None and is_number(r.value)]
+        if found:
+            values.append(sum(found) / len(found))
     if not values:
         return []
     statistic = MeanStatistic(values)
     interval = bootstrap_interval(statistic, resample_indices(len(values), settings["resamples"], settings["seed"]),
                                   settings["confidence"])
-    reason = _reason(len(values), len(test_results) - len(values), **settings)
+    reason = _reason(len(values), len(_by_item(test_results)) - len(values), **settings)
     low, high = interval_names(name, settings["confidence"])
     return [ScoreResult(name=f"{name}.mean", value=statistic.value, reason=reason),
             ScoreResult(name=low, value=interval.low, reason=reason),
@@ -48,17 +61,21 @@ def _mean_scores(name: str, test_results: Sequence[Any], settings: dict) -> list
 
 
 def _corpus_scores(corpus: Any, test_results: Sequence[Any], settings: dict) -> list[ScoreResult]:
-    rows = []
-    for r in _results_named(test_results, corpus.carrier):
-        row = (r.metadata or {}).get("statistics") if r is not None else None
-        if isinstance(row, list) and len(row) == len(corpus.fields) and all(is_number(v) for v in row):
-            rows.append(row)
+    rows = []                        # per item, the statistics of its trials summed
+    for trials in _by_item(test_results):
+        found = []
+        for r in _results_named(trials, corpus.carrier):
+            row = (r.metadata or {}).get("statistics") if r is not None else None
+            if isinstance(row, list) and len(row) == len(corpus.fields) and all(is_number(v) for v in row):
+                found.append(row)
+        if found:
+            rows.append([sum(column) for column in zip(*found)])
     if not rows:
         return []
     statistic = CorpusStatistic(rows, functools.partial(resolve_formula(corpus.formula), **corpus.options))
     interval = bootstrap_interval(statistic, resample_indices(len(rows), settings["resamples"], settings["seed"]),
                                   settings["confidence"])
-    reason = _reason(len(rows), len(test_results) - len(rows), **settings) + "; from summed item statistics"
+    reason = _reason(len(rows), len(_by_item(test_results)) - len(rows), **settings) + "; from summed item statistics"
     low, high = interval_names(corpus.name, settings["confidence"])
     return [ScoreResult(name=corpus.name, value=statistic.value, reason=reason),
             ScoreResult(name=low, value=interval.low, reason=reason),
@@ -71,7 +88,8 @@ def interval_scores(metrics: Sequence[Any], *, resamples: int = DEFAULT_RESAMPLE
     score the metric states (for a metric that states nothing: the score named after it),
     ``<score>.mean``, ``<score>.ci_low`` and ``<score>.ci_high``, and for each corpus score of its
     own, its value with ``.ci_low`` / ``.ci_high``. Failed and non-finite item scores are left out
-    and counted in the reason. ``parts``: precision and recall scores too."""
+    and counted in the reason. The trials of one dataset item (``trial_count``) are one item: its
+    mean score, its summed statistics. ``parts``: precision and recall scores too."""
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence}
     CompareSettings(resamples=resamples, seed=seed, confidence=confidence).check()   # now, not after the run
     functions = []

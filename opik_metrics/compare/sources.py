@@ -15,12 +15,10 @@ from opik_metrics.experiments.summary import item_keys
 from opik_metrics.compare.records import ExperimentRecords, ItemRecord, check_formulas
 from opik_metrics.metric_kit.server_range import UNSENT_KEY
 from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
+from opik_metrics.streams.ids import TRIAL_COLUMN
 from opik_metrics.scoring.rows import statistics_column
 
 RECORD_FILE_SUFFIXES = tuple(OUTPUT_FORMATS)
-
-
-TRIAL_COLUMN = "trial"      # a record file that keeps it may hold several rows (trials) under one id
 
 
 class RecordFileError(ValueError):

@@ -14,19 +14,32 @@ from opik_metrics.experiments.opik_server import choose_backend
 from opik_metrics.experiments.rescore import rescore_local
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.experiment_scorers import experiment_scorers
+from opik_metrics.experiments.opik_arguments import ScoringKeyMapping, recorded_mapping, recorded_prompts
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import ExperimentSummary
 
 
-def _items(dataset: Any, nb_samples: int | None) -> tuple[list[dict], str | None]:
-    """The items of ``dataset`` (a list of dicts, or an ``opik`` Dataset) and its name, if it has one."""
+def _items(dataset: Any, nb_samples: int | None,
+           dataset_item_ids: Sequence[str] | None = None) -> tuple[list[dict], str | None]:
+    """The items of ``dataset`` (a list of dicts, or an ``opik`` Dataset) and its name, if it has one;
+    with ``dataset_item_ids``, only the items of those ids (an item's ``id``), in the dataset's order."""
     if isinstance(dataset, (list, tuple)):
         items, name = list(dataset), None
     elif callable(getattr(dataset, "get_items", None)):
-        items = [{k: v for k, v in item.items() if k != "id"} for item in dataset.get_items()]
+        items = list(dataset.get_items())
         name = getattr(dataset, "name", None)
     else:
         raise ValueError(f"dataset: expected a list of items (dicts) or an opik Dataset, got {type(dataset).__name__}")
+    if dataset_item_ids is not None:
+        wanted = {str(i) for i in dataset_item_ids}
+        found = {str(item.get("id")) for item in items if isinstance(item, dict) and item.get("id") is not None}
+        missing = sorted(wanted - found)
+        if missing:
+            raise ValueError(f"dataset_item_ids: no item of the dataset has the id {missing[0]!r}"
+                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        items = [item for item in items if str(item.get("id")) in wanted]
+    if not isinstance(dataset, (list, tuple)):
+        items = [{k: v for k, v in item.items() if k != "id"} for item in items]   # Opik's id is not content
     if nb_samples is not None:
         if isinstance(nb_samples, bool) or not isinstance(nb_samples, int) or nb_samples < 1:
             raise ValueError(f"nb_samples: expected a positive integer, got {nb_samples!r}")
@@ -34,26 +47,48 @@ def _items(dataset: Any, nb_samples: int | None) -> tuple[list[dict], str | None
     return items, name
 
 
-def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequence[Any] | None = None, *,
-             experiment_name: str | None = None, experiment_config: Mapping[str, Any] | None = None,
-             experiment_scoring_functions: Sequence[Callable] | None = None, project_name: str | None = None,
-             task_threads: int = 1, nb_samples: int | None = None, dataset_name: str | None = None,
-             store: str | os.PathLike | None = None, backend: str = "auto", verbose: int = 1,
+def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequence[Any] | None = None,
+             scoring_functions: Sequence[Any] | None = None, experiment_name_prefix: str | None = None,
+             experiment_name: str | None = None, project_name: str | None = None,
+             experiment_config: Mapping[str, Any] | None = None, verbose: int = 1, nb_samples: int | None = None,
+             task_threads: int = 1, prompt: Any = None, prompts: Sequence[Any] | None = None,
+             scoring_key_mapping: ScoringKeyMapping | None = None, dataset_item_ids: Sequence[str] | None = None,
+             dataset_sampler: Any = None, trial_count: int = 1,
+             experiment_scoring_functions: Sequence[Callable] | None = None,
+             experiment_tags: Sequence[str] | None = None, dataset_filter_string: str | None = None,
+             blueprint_id: str | None = None, error_tolerance: int | None = None, *,
+             dataset_name: str | None = None, store: str | os.PathLike | None = None, backend: str = "auto",
              overwrite: bool = False) -> ExperimentSummary:
     """Run ``task`` on every item of ``dataset`` and score it with ``scoring_metrics``, as
     ``opik.evaluate`` does, and return the experiment's summary (means, experiment scores, failures).
+
+    Every argument of ``opik.evaluate`` (opik 2.2), with its meaning: on a server each goes to
+    ``opik.evaluate`` as it is. In the local store ``scoring_key_mapping``, ``dataset_item_ids``,
+    ``experiment_name_prefix``, ``experiment_tags``, ``prompt``/``prompts`` (recorded in the config)
+    and ``error_tolerance`` (the store records every failure and goes on) are carried out;
+    ``trial_count`` above 1, ``scoring_functions``, ``dataset_sampler``, ``dataset_filter_string``
+    and ``blueprint_id`` are refused in one line saying why (``LocalArgumentRefused``).
 
     Args:
         dataset: a list of items (dicts), or an ``opik`` Dataset (on a server).
         task: ``task(item) -> dict``; its output is merged with the item to call each metric.
         scoring_metrics: Opik metrics (the pack's or Opik's own).
         experiment_name: re-run with the same name (and config) to resume in the local store;
-            default ``<dataset name>-<UTC time>``.
+            default ``<prefix or dataset name>-<UTC time>``.
         experiment_config: recorded with the experiment (metric facts and versions are added).
         experiment_scoring_functions: experiment-level scores (default: each metric's corpus score,
             e.g. corpus BLEU); ``compare.experiment_intervals.interval_scores(metrics)`` adds intervals.
-        task_threads: threads of ``opik.evaluate`` on a server (the local store runs in order).
+        task_threads: threads of ``opik.evaluate`` on a server (the local store runs in order;
+            default 1 here, 16 in Opik: a model-backed metric shares one model across threads).
         nb_samples: only the first ``nb_samples`` items.
+        scoring_key_mapping: metric argument -> a key of the item and its task output (or a
+            function of them), as Opik maps them.
+        dataset_item_ids: only these items (by their ``id``).
+        trial_count: runs of each item (a server only); ``compare`` averages an item's trials and
+            resamples items.
+        experiment_tags: recorded with the experiment (on a server: Opik's own tags).
+        prompt: an Opik prompt, recorded with the experiment (on a server: linked by Opik).
+        prompts: several Opik prompts, as ``prompt``.
         dataset_name: the dataset's name (default: the Opik dataset's, else "dataset").
         store: the local store's path (implies the local store; default ``$OPIK_METRICS_STORE`` or
             the user data folder); ``opik-metrics experiments push NAME`` uploads it later.
@@ -77,15 +112,30 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
         0.4415
         >>> folder.cleanup()
     """
-    items, name = _items(dataset, nb_samples)
+    items, name = _items(dataset, nb_samples, dataset_item_ids)
     dataset_name = dataset_name or name or "dataset"
     if experiment_name is None:
-        experiment_name = f"{dataset_name}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"
+        experiment_name = f"{experiment_name_prefix or dataset_name}-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%S}"
+    if error_tolerance is not None and int(error_tolerance) not in (10, 20):
+        raise ValueError(f"error_tolerance: expected opik.ErrorTolerance.METRIC_ERRORS (10) or ALL_SCORING_ERRORS "
+                         f"(20), got {error_tolerance!r}")
+    server_arguments = {k: v for k, v in (
+        ("scoring_functions", scoring_functions), ("prompt", prompt), ("prompts", prompts),
+        ("scoring_key_mapping", scoring_key_mapping), ("dataset_sampler", dataset_sampler),
+        ("trial_count", trial_count if trial_count != 1 else None), ("experiment_tags", experiment_tags),
+        ("dataset_filter_string", dataset_filter_string), ("blueprint_id", blueprint_id),
+        ("error_tolerance", error_tolerance)) if v is not None}
+    config = dict(experiment_config or {})
+    for key, value in (("tags", list(experiment_tags) if experiment_tags else None),
+                       ("prompts", recorded_prompts(prompt, prompts)),
+                       ("scoring_key_mapping", recorded_mapping(scoring_key_mapping))):
+        if value is not None:
+            config.setdefault(key, value)
     return run_experiment(experiment_name, items, task, list(scoring_metrics or []), dataset_name=dataset_name,
-                          config=experiment_config,
+                          config=config,
                           scorers=None if experiment_scoring_functions is None else list(experiment_scoring_functions),
                           backend=backend, store=store, project_name=project_name, progress=bool(verbose),
-                          overwrite=overwrite, task_threads=task_threads)
+                          overwrite=overwrite, task_threads=task_threads, opik_arguments=server_arguments)
 
 
 def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], scoring_functions: Sequence[Any] | None = None,

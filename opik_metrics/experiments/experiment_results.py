@@ -36,8 +36,10 @@ class LocalTestResult:
     scoring_time: Optional[float] = None
 
 
-def one_test_result(key: str, item_input: dict, output: dict | None, scores: list[ScoreResult]) -> Any:
-    """One item's TestResult: Opik's class when opik is loaded, else ``LocalTestResult``."""
+def one_test_result(key: str, item_input: dict, output: dict | None, scores: list[ScoreResult],
+                    mapped: dict | None = None) -> Any:
+    """One item's TestResult: Opik's class when opik is loaded, else ``LocalTestResult``; ``mapped``:
+    the metrics' inputs after a scoring key mapping (default: the item and its output merged)."""
     case_type: Any = LocalTestCase
     result_type: Any = LocalTestResult
     if "opik.evaluation" in sys.modules:
@@ -45,5 +47,5 @@ def one_test_result(key: str, item_input: dict, output: dict | None, scores: lis
         from opik.evaluation.test_result import TestResult
         case_type, result_type = TestCase, TestResult
     case = case_type(trace_id=key, dataset_item_id=key, task_output=output or {}, dataset_item_content=item_input,
-                     mapped_scoring_inputs={**item_input, **(output or {})})
+                     mapped_scoring_inputs=mapped if mapped is not None else {**item_input, **(output or {})})
     return result_type(test_case=case, score_results=scores, trial_id=0)

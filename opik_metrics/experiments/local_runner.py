@@ -18,6 +18,7 @@ from opik_metrics.experiments.store import ExperimentStore, StoredItem, StoredSc
 from opik_metrics.experiments.summary import ExperimentSummary, item_keys
 from opik_metrics.metric_kit.tracking import scoring_untracked
 from opik_metrics.experiments.experiment_results import one_test_result
+from opik_metrics.experiments.opik_arguments import ScoringKeyMapping, scoring_inputs
 from opik_metrics.experiments.tasks import Task, prepare_chunk
 
 
@@ -38,7 +39,7 @@ def _run_task(store: ExperimentStore, exp_id: int, task: Task, item: StoredItem)
 
 
 def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequence[Any],
-               chunk: list[StoredItem]) -> None:
+               chunk: list[StoredItem], mapping: ScoringKeyMapping | None = None) -> None:
     need_task = [item for item in chunk if item.status != "output"]
     failures = prepare_chunk(task, [item.input for item in need_task])
     for k, item in enumerate(need_task):
@@ -51,7 +52,8 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
     if not ready:
         return
     start = time.perf_counter()
-    scored = Scorer(metrics).results([{**item.input, **(item.output or {})} for item in ready])
+    scored = Scorer(metrics).results([scoring_inputs(item.input, item.output, mapping, f"item {item.position + 1}")
+                                      for item in ready])
     share = (time.perf_counter() - start) / len(ready)
     for item, results in zip(ready, scored):
         store.save_scores(exp_id, item.key, [StoredScore(r.name, metric, r.value, bool(r.scoring_failed),
@@ -59,9 +61,12 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
                                              for metric, r in results], share)
 
 
-def as_test_results(items: Sequence[StoredItem]) -> list[Any]:
-    """Opik TestResults from stored items, so experiment-level scorers run as under opik.evaluate."""
-    return [one_test_result(item.key, item.input, item.output, [_as_score_result(s) for s in item.scores.values()])
+def as_test_results(items: Sequence[StoredItem], mapping: ScoringKeyMapping | None = None) -> list[Any]:
+    """Opik TestResults from stored items, so experiment-level scorers run as under opik.evaluate
+    (with the run's ``scoring_key_mapping`` applied to their scoring inputs, as Opik does)."""
+    return [one_test_result(item.key, item.input, item.output, [_as_score_result(s) for s in item.scores.values()],
+                            scoring_inputs(item.input, item.output, mapping, f"item {item.position + 1}")
+                            if mapping else None)
             for item in items]
 
 
@@ -91,7 +96,8 @@ def summarize(store: ExperimentStore, name: str) -> ExperimentSummary:
 
 def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
               config: dict, scorers: Sequence[ExperimentScorer], store: ExperimentStore, chunk_size: int = 16,
-              progress: bool = True, retry_failed: bool = False, overwrite: bool = False) -> ExperimentSummary:
+              progress: bool = True, retry_failed: bool = False, overwrite: bool = False,
+              scoring_key_mapping: ScoringKeyMapping | None = None) -> ExperimentSummary:
     """Run (or resume) experiment ``name`` over ``items`` into ``store``; see ``run_experiment``.
 
     The run holds the experiment's lease in the store from ``begin`` to ``finish``: another process
@@ -109,10 +115,10 @@ def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[An
         with tracing_disabled(), scoring_untracked():
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start:start + chunk_size]
-                _run_chunk(store, exp_id, task, metrics, chunk)
+                _run_chunk(store, exp_id, task, metrics, chunk, scoring_key_mapping)
                 bar.update(len(chunk))
             scored = store.items(exp_id, ["scored"])
-            corpus = run_experiment_scorers(scorers, as_test_results(scored)) if scored else []
+            corpus = run_experiment_scorers(scorers, as_test_results(scored, scoring_key_mapping)) if scored else []
             store.save_experiment_scores(exp_id, [StoredScore(r.name, "", r.value, bool(r.scoring_failed), r.reason,
                                                               dict(r.metadata or {})) for r in corpus])
         status = "finished"

@@ -60,19 +60,23 @@ def _storable_scorer(scorer: ExperimentScorer) -> ExperimentScorer:
 
 
 def _means(test_results: Sequence[Any]) -> dict[str, float]:
-    values: dict[str, list[float]] = {}
+    """Each score's mean over the items, an item's trials (``trial_count``) first averaged into one value."""
+    per_item: dict[str, dict[Any, list[float]]] = {}
     for tr in test_results:
         for s in tr.score_results:
             if not s.scoring_failed and is_number(s.value):
-                values.setdefault(s.name, []).append(float(s.value))
-    return {name: sum(v) / len(v) for name, v in values.items()}
+                per_item.setdefault(s.name, {}).setdefault(tr.test_case.dataset_item_id, []).append(float(s.value))
+    return {name: sum(sum(v) / len(v) for v in items.values()) / len(items) for name, items in per_item.items()}
 
 
 def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
                 config: dict, scorers: Sequence[ExperimentScorer], url: str | None = None,
                 project_name: str | None = None, chunk_size: int = 16, progress: bool = True,
-                task_threads: int = 1, client: Any = None) -> ExperimentSummary:
-    """Items whose batch work failed are left out of the dataset; the config counts them by reason."""
+                task_threads: int = 1, client: Any = None,
+                opik_arguments: dict[str, Any] | None = None) -> ExperimentSummary:
+    """Items whose batch work failed are left out of the dataset; the config counts them by reason.
+    ``opik_arguments``: more of ``opik.evaluate``'s arguments, passed to it as they are."""
+    extra = dict(opik_arguments or {})
     started = time.perf_counter()
     failures = _prepare_all(task, items, chunk_size)
     good = [item for k, item in enumerate(items) if k not in failures]
@@ -96,9 +100,13 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
             dataset_item_ids=ids, experiment_scoring_functions=[_storable_scorer(s) for s in scorers],
             experiment_config={**config, "items": len(items), "failed_items": len(failed),
                                "failure_reasons": dict(reasons.most_common(20))},
+            **extra,
         )
-    summary.failed_items += len(good) - len(result.test_results)
+    trials = int(extra.get("trial_count") or 1)
+    summary.failed_items += len(good) - len({tr.test_case.dataset_item_id for tr in result.test_results})
     summary.scores = _means(result.test_results)
+    if trials > 1:
+        summary.trials = trials
     summary.experiment_scores = {s.name: (s.value if not s.scoring_failed else None)
                                  for s in result.experiment_scores}
     summary.location = result.experiment_url or summary.location

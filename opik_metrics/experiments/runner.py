@@ -10,6 +10,7 @@ from opik_metrics.core import facts_of
 from opik_metrics.experiments.experiment_config import experiment_config
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.local_runner import run_local
+from opik_metrics.experiments.opik_arguments import refuse_server_only
 from opik_metrics.experiments.opik_server import Backend, choose_backend
 from opik_metrics.experiments.experiment_scorers import ExperimentScorer, experiment_scorers
 from opik_metrics.experiments.store import ExperimentStore
@@ -49,6 +50,7 @@ def run_experiment(
     retry_failed: bool = False,
     overwrite: bool = False,
     task_threads: int = 1,
+    opik_arguments: Mapping[str, Any] | None = None,
 ) -> ExperimentSummary:
     """Run ``task`` over ``items`` and score each output with ``metrics``.
 
@@ -59,7 +61,9 @@ def run_experiment(
     ``backend``: "auto" (Opik when configured, else local; an explicit ``store`` means local),
     "local" or "opik". Locally, a re-run of the same name and config resumes; ``retry_failed``
     re-runs failed items; ``overwrite`` replaces a stored experiment of that name. ``task_threads``:
-    ``opik.evaluate``'s threads on a server (the local store runs items in order).
+    ``opik.evaluate``'s threads on a server (the local store runs items in order). ``opik_arguments``:
+    more of ``opik.evaluate``'s arguments (``trial_count``, ``scoring_key_mapping``...): on a server
+    passed to it, locally carried out or refused (``opik_arguments.LOCAL_REFUSALS``) before anything runs.
     """
     items = list(items)
     metrics = list(metrics)
@@ -67,6 +71,9 @@ def run_experiment(
     if store is not None and backend == "auto":
         backend = "local"
     chosen = choose_backend(backend)
+    extra = dict(opik_arguments or {})
+    if chosen.kind != "opik":
+        refuse_server_only(extra)
     fit_corpus_contexts(metrics, [item.get("reference") for item in items])    # before the config records signatures
     scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
     full_config = experiment_config(dict(config or {}), metrics)
@@ -76,7 +83,8 @@ def run_experiment(
 
         summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                            scorers=scorers, url=chosen.url, project_name=project_name,
-                           chunk_size=chunk_size, progress=progress, task_threads=task_threads)
+                           chunk_size=chunk_size, progress=progress, task_threads=task_threads,
+                           opik_arguments=extra)
         summary.parts = parts
         return summary
     owned = not isinstance(store, ExperimentStore)
@@ -84,7 +92,8 @@ def run_experiment(
     try:
         summary = run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                             scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,
-                            retry_failed=retry_failed, overwrite=overwrite)
+                            retry_failed=retry_failed, overwrite=overwrite,
+                            scoring_key_mapping=extra.get("scoring_key_mapping"))
         summary.parts = parts
         return summary
     finally:

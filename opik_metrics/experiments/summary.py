@@ -34,6 +34,7 @@ class ExperimentSummary:
     experiment_scores: dict[str, float | None] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)   # {"item", "stage", "reason"}
     seconds: float = 0.0
+    trials: int = 1                   # runs of each item (opik.evaluate's trial_count)
     parts: list[str] = field(default_factory=list)   # part scores (precision, recall), from the metrics' facts
 
     def failure_counts(self) -> list[tuple[str, int]]:

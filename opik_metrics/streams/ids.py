@@ -1,6 +1,7 @@
 """Record ids, checked before a run scores anything: the column that holds them (``id`` when the
-input has one, unless named), present in every readable record, text or an integer, and unique;
-so that a comparison pairs the output's rows by id, never by position."""
+input has one, unless named), present in every readable record, text or an integer, and unique
+(with a kept ``trial`` column, unique with it: the rows of one id are its trials); so that a
+comparison pairs the output's rows by id, never by position."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,6 +11,9 @@ from opik_metrics.streams.fields import FieldError, FieldMap, id_text
 from opik_metrics.streams.sources import BadRecord, CsvSource, ParquetSource, Source
 
 DEFAULT_ID = "id"
+#: A kept column of this name marks the records sharing an id as trials of one item (the comparison
+#: merges them); (id, trial) is then what must be unique.
+TRIAL_COLUMN = "trial"
 _PLACE = {"jsonl": "line", "csv": "data row", "parquet": "row"}
 
 
@@ -61,10 +65,13 @@ def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> i
             if not name:
                 continue
             key = _id_of(record, name, source, index)
-            first = seen.setdefault(key, index)
+            trial = f"{key!r}, trial {record.get(TRIAL_COLUMN)!r}" if TRIAL_COLUMN in fields.keep else None
+            first = seen.setdefault(trial or key, index)
             if first != index:
-                raise FieldError(f"id {key!r} is held by {place(source, first)} and {place(source, index)}: "
-                                 f"ids must be unique to pair records (choose another column with --id-field)")
+                what = f"id {key!r}" if trial is None else f"id and trial ({trial})"
+                raise FieldError(f"{what} is held by {place(source, first)} and {place(source, index)}: ids must be "
+                                 "unique to pair records (choose another column with --id-field; rows that are "
+                                 f"trials of one item keep a {TRIAL_COLUMN!r} column: --keep {TRIAL_COLUMN})")
     missing = [c for c in fields.keep if c not in kept_seen]
     if missing:
         raise FieldError(f"--keep {missing[0]}: no record of {source.path} has a column {missing[0]!r}")
