@@ -567,7 +567,9 @@ def _unit_notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[Scor
                          "trial, is what the bootstrap resamples")
             for m in metrics:
                 spread = nondeterminism([item for item in e.items if not item.failed], m.name)
-                if spread is not None:
+                if spread is not None and spread[0] == 0:
+                    notes.append(f"{e.name}: {m.name} is the same on every trial of every item (deterministic)")
+                elif spread is not None:
                     notes.append(f"{e.name}: {m.name} varies across the trials of an item by a mean standard "
                                  f"deviation of {spread[0]:.4g}; trial-to-trial variation is {spread[1]:.0%} of "
                                  "the variance of the item means that the interval reflects")
