@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from opik_metrics.compare.bootstrap import CorpusStatistic, MeanStatistic, paired_bootstrap, resample_indices
-from opik_metrics.compare.gate import GateRow, decide
+from opik_metrics.compare.statistics.bootstrap import CorpusStatistic, MeanStatistic, paired_bootstrap, resample_indices
+from opik_metrics.compare.gate.decision import GateRow, decide
 from opik_metrics.text.bleu import bleu_from_statistics
 
 N_ITEMS = 100_000

@@ -11,10 +11,10 @@ import os
 from typing import Mapping, Sequence, Union
 
 from opik_metrics.compare.analysis import DEFAULT_MIN_ITEMS, CompareSettings, compare_experiments, unpaired
-from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
-from opik_metrics.compare.gate_output import markdown_table
-from opik_metrics.compare.gating import GatedComparison, gate_comparison
-from opik_metrics.compare.sources import load_compared
+from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.compare.gate.output import markdown_table
+from opik_metrics.compare.gate.gating import GatedComparison, gate_comparison
+from opik_metrics.compare.reading.sources import load_compared
 
 __all__ = ["assert_no_regression"]
 

@@ -72,10 +72,10 @@ def demo_metrics(references: list[str]) -> list[Any]:
 
 def run_demo(out: Path, progress: bool = True) -> Path:
     """Both experiments, the comparison and its report under ``out``; returns the report page."""
-    from opik_metrics.compare.summary import format_comparison
+    from opik_metrics.compare.report.summary import format_comparison
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-    from opik_metrics.compare.report import write_report
-    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.compare.report.folder import write_report
+    from opik_metrics.compare.reading.sources import load_experiments
     from opik_metrics.experiments.runner import run_experiment
     from opik_metrics.experiments.store import ExperimentStore
 
@@ -104,7 +104,7 @@ def print_publication(comparison: Any) -> None:
     """What ``compare --publish`` would write into Opik (its dry run), in short: the experiment
     scores of the system experiment (its difference and verdict per score: the columns it adds to
     Opik's experiments page) and the dashboard; ``--dry-run`` prints all of it."""
-    from opik_metrics.compare.publication import build_publication
+    from opik_metrics.compare.publishing.publication import build_publication
 
     publication = build_publication(comparison)
     baseline, *systems = publication["experiments"]
@@ -131,7 +131,7 @@ def publication_legend(publication: dict, baseline: str) -> str:
     (points), and by 10 more while it would round to zero; a score that declares no such bound
     (BERTScore's, which rescaling can take below -1) and whose difference already shows at two
     decimals keeps a plain ``diff`` (``publication.diff_factor``): by design, not a slip."""
-    from opik_metrics.compare.publication import pair_names
+    from opik_metrics.compare.publishing.publication import pair_names
 
     published = {name for entry in publication["experiments"].values() for name in entry["experiment_scores"]}
     plain = sorted({name.split(".diff vs ")[0] for name in published

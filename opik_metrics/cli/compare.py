@@ -10,11 +10,11 @@ import sys
 from typing import Any
 
 from opik_metrics.cli.options import add_store_argument
-from opik_metrics.compare.summary import format_comparison
+from opik_metrics.compare.report.summary import format_comparison
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="experiments to compare (two or more); the first is the baseline. An existing "
@@ -71,7 +71,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
     """The named experiments (record files, the local store or the Opik server), and their source in words."""
-    from opik_metrics.compare.sources import load_compared
+    from opik_metrics.compare.reading.sources import load_compared
 
     return load_compared(args.names, store=args.store, opik=args.opik, project_name=args.project,
                          publishing=args.publish or args.dry_run, check_pushed=args.publish and not args.dry_run,
@@ -103,7 +103,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_experiments(experiments, settings, source=source)
     gated = None
     if args.fail_on:
-        from opik_metrics.compare.gating import gate_comparison
+        from opik_metrics.compare.gate.gating import gate_comparison
 
         gated = gate_comparison(comparison, mode=args.fail_on, correction=args.correction, margins=margins,
                                 scores=args.metric)
@@ -111,7 +111,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.junit:
             write_junit(gated, args.junit)
     if args.dry_run:
-        from opik_metrics.compare.publication import build_publication
+        from opik_metrics.compare.publishing.publication import build_publication
 
         # stderr: stdout stays the JSON plan alone, for `| jq` and for tests that parse it
         print("dry run: nothing was written to Opik; the JSON below is exactly what --publish would write",
@@ -124,7 +124,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(comparison.to_json())
     elif args.format == "markdown" and gated is not None:
-        from opik_metrics.compare.gate_output import markdown_table
+        from opik_metrics.compare.gate.output import markdown_table
 
         sys.stdout.write(markdown_table(gated.rows, gated.result))
     else:
@@ -132,7 +132,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if files is not None:
             print(f"\nreport: {files.html}\ndata:   {files.json}")
     if args.publish:
-        from opik_metrics.compare.opik_publish import publish_comparison
+        from opik_metrics.compare.publishing.opik_publish import publish_comparison
 
         report = publish_comparison(comparison, project_name=args.project, all_scores=args.publish_all_scores)
         say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
@@ -177,7 +177,7 @@ def parse_margins(values: list[str]) -> dict[str, float]:
 
 def write_junit(gated: Any, path: str) -> None:
     """Write the gate's JUnit XML to ``path`` (a one-line error when it cannot be written)."""
-    from opik_metrics.compare.gate_output import junit_xml
+    from opik_metrics.compare.gate.output import junit_xml
 
     try:
         with open(path, "w", encoding="utf-8") as handle:
@@ -188,7 +188,7 @@ def write_junit(gated: Any, path: str) -> None:
 
 def write_report_to(comparison: Any, folder: str) -> Any:
     """Write the report folder (a one-line error when it cannot be written)."""
-    from opik_metrics.compare.report import write_report
+    from opik_metrics.compare.report.folder import write_report
 
     try:
         files = write_report(comparison, folder)

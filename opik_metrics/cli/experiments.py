@@ -118,7 +118,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     """Score the stored outputs with the named metrics; print the new scores' means and corpus values."""
     from opik_metrics.cli.options import build_metrics
-    from opik_metrics.compare.sources import is_record_file
+    from opik_metrics.compare.reading.sources import is_record_file
     from opik_metrics.experiments.rescore import rescore_local
     from opik_metrics.experiments.store import ExperimentStore
 
@@ -127,7 +127,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         return _rescore_records(args, names)
     if args.input is not None or args.input_format is not None:
         from opik_metrics.cli.errors import CLIError
-        from opik_metrics.compare.sources import RECORD_FILE_SUFFIXES
+        from opik_metrics.compare.reading.sources import RECORD_FILE_SUFFIXES
 
         if args.name.lower().endswith(RECORD_FILE_SUFFIXES):
             raise CLIError(f"{args.name}: no such record file")

@@ -21,15 +21,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from opik_metrics.core.versions import ours, package_version
-from opik_metrics.compare.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusStatistic,
+from opik_metrics.compare.statistics.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusStatistic,
                                             MeanStatistic, ResampledOnce, bootstrap_interval, paired_bootstrap,
                                             resample_indices,
                                             wins_ties_losses)
 from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
                                         ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
-from opik_metrics.compare.trials import by_cluster, nondeterminism, ratio_of_sums, trial_counts, units_of
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.statistics.trials import by_cluster, nondeterminism, ratio_of_sums, trial_counts, units_of
 from opik_metrics.core.numbers import is_number
 
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"

@@ -77,7 +77,7 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
             default ``<prefix or dataset name>-<UTC time>``.
         experiment_config: recorded with the experiment (metric facts and versions are added).
         experiment_scoring_functions: experiment-level scores (default: each metric's corpus score,
-            e.g. corpus BLEU); ``compare.experiment_intervals.interval_scores(metrics)`` adds intervals.
+            e.g. corpus BLEU); ``compare.publishing.experiment_intervals.interval_scores(metrics)`` adds intervals.
         task_threads: threads of ``opik.evaluate`` on a server (the local store runs in order;
             default 1 here, 16 in Opik: a model-backed metric shares one model across threads).
         nb_samples: only the first ``nb_samples`` items.

@@ -7,7 +7,7 @@ import pytest
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.model import load_comparison
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import answer_with, items_for, store_with
 from tests.compare.test_sources import REFS, SYSTEMS

@@ -12,7 +12,7 @@ import pytest
 
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import from_records
+from opik_metrics.compare.reading.sources import from_records
 from tests.compare.systems import store_with
 from tests.compare.test_compare_oracle import _systems
 

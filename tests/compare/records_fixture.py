@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 
 
 def experiment(name: str, scores: dict[str, Sequence[float | None]], failed: Sequence[int] = (),

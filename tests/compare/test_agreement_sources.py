@@ -10,8 +10,8 @@ import pytest
 
 from opik_metrics import BLEU, ROUGE
 from opik_metrics.compare import agreement
-from opik_metrics.compare.agreement_source import human_ratings
-from opik_metrics.compare.sources import from_records, from_store
+from opik_metrics.compare.human.source import human_ratings
+from opik_metrics.compare.reading.sources import from_records, from_store
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.streams import FieldMap, score_file

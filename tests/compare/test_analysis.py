@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments, input_text, unpaired
-from opik_metrics.compare.bootstrap import CorpusStatistic
+from opik_metrics.compare.statistics.bootstrap import CorpusStatistic
 from opik_metrics.compare.model import FailedItem, Verdict
 from opik_metrics.core import MetricFacts, ScoreFacts
 from opik_metrics.neural.lm.formulas import perplexity_from_statistics

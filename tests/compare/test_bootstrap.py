@@ -20,8 +20,8 @@ from sacrebleu.significance import (
 )
 
 from tests.corpus import realistic_pairs
-from opik_metrics.compare import bootstrap
-from opik_metrics.compare.bootstrap import (
+from opik_metrics.compare.statistics import bootstrap
+from opik_metrics.compare.statistics.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

@@ -12,7 +12,7 @@ from opik.evaluation.metrics import base_metric, score_result
 from opik_metrics import BLEU, DistillationKL, Perplexity
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
 from opik_metrics.compare.model import Verdict
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import answer_with, items_for
 from opik_metrics.experiments.runner import run_experiment

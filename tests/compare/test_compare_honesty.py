@@ -9,11 +9,11 @@ import pytest
 from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.html_report import verdict_badge
+from opik_metrics.compare.report.html import verdict_badge
 from opik_metrics.compare.model import Comparison, Verdict
-from opik_metrics.compare.report import write_report
-from opik_metrics.compare.sources import load_experiments
-from opik_metrics.compare.summary import format_comparison
+from opik_metrics.compare.report.folder import write_report
+from opik_metrics.compare.reading.sources import load_experiments
+from opik_metrics.compare.report.summary import format_comparison
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.records_fixture import experiment

@@ -11,7 +11,7 @@ from sacrebleu.significance import PairedTest
 
 from tests.corpus import realistic_pairs
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import store_with
 

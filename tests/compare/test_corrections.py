@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from opik_metrics.compare.corrections import CORRECTIONS, adjust, correction_label
+from opik_metrics.compare.statistics.corrections import CORRECTIONS, adjust, correction_label
 
 
 def test_holm_and_bonferroni_hand_worked():

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from opik_metrics.compare.correlation import METHODS, correlation, distinct_counts, resampled_correlations
+from opik_metrics.compare.statistics.correlation import METHODS, correlation, distinct_counts, resampled_correlations
 
 stats = pytest.importorskip("scipy.stats")
 

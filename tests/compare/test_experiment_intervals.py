@@ -13,8 +13,8 @@ from opik.evaluation.metrics.score_result import ScoreResult
 
 from opik_metrics import BLEU
 from opik_metrics.compare.analysis import compare_experiments
-from opik_metrics.compare.experiment_intervals import interval_scores
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.publishing.experiment_intervals import interval_scores
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import answer_with, items_for

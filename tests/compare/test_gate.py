@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from opik_metrics.compare.gate import GateRow, decide, decide_score
-from opik_metrics.compare.gate_output import junit_xml, markdown_table
+from opik_metrics.compare.gate.decision import GateRow, decide, decide_score
+from opik_metrics.compare.gate.output import junit_xml, markdown_table
 
 
 def _row(name="rouge1_f1", delta=-0.012, low=-0.020, high=-0.004, p=0.002, higher=True, **kw):

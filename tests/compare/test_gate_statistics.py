@@ -22,8 +22,8 @@ import pytest
 from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.significance import PairedTest
 
-from opik_metrics.compare.bootstrap import CorpusStatistic, MeanStatistic, paired_bootstrap, resample_indices
-from opik_metrics.compare.gate import GateRow, decide
+from opik_metrics.compare.statistics.bootstrap import CorpusStatistic, MeanStatistic, paired_bootstrap, resample_indices
+from opik_metrics.compare.gate.decision import GateRow, decide
 from opik_metrics.text.bleu import BLEUScorer, bleu_from_statistics
 from opik_metrics.text.rouge import RougeScorer
 from opik_metrics.text.ter.scorer import TERScorer, ter_from_statistics

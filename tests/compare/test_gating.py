@@ -12,10 +12,10 @@ import pytest
 
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.gating import gate_comparison
+from opik_metrics.compare.gate.gating import gate_comparison
 from opik_metrics.compare.model import load_comparison
-from opik_metrics.compare.publication import build_publication
-from opik_metrics.compare.sources import load_compared
+from opik_metrics.compare.publishing.publication import build_publication
+from opik_metrics.compare.reading.sources import load_compared
 from opik_metrics.testing import assert_no_regression
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ci"

@@ -11,11 +11,11 @@ import pytest
 
 from opik_metrics import BLEU, ROUGE
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.html_report import verdict_badge
+from opik_metrics.compare.report.html import verdict_badge
 from opik_metrics.compare.model import SCHEMA, Comparison, GateOutcome, Verdict, load_comparison
-from opik_metrics.compare.publication import build_publication
-from opik_metrics.compare.sources import load_experiments
-from opik_metrics.compare.summary import verdict_text
+from opik_metrics.compare.publishing.publication import build_publication
+from opik_metrics.compare.reading.sources import load_experiments
+from opik_metrics.compare.report.summary import verdict_text
 from opik_metrics.core import MetricFacts, ScoreFacts
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.records_fixture import experiment

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from opik_metrics.compare.publication import (DASHBOARD_NAME_MAX, build_publication, comparison_record,
+from opik_metrics.compare.publishing.publication import (DASHBOARD_NAME_MAX, build_publication, comparison_record,
                                               dashboard_name, diff_factor, directed_verdict, interval_names,
                                               markdown_table, p_percent, pair_names, same_stored, server_value)
 from opik_metrics import BLEU
 from opik_metrics.compare.analysis import compare_experiments
 from opik_metrics.compare.model import Comparison, Verdict
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.systems import store_with
 from tests.compare.test_publish_opik import GOOD, POOR, REFS, Latency
@@ -280,7 +280,7 @@ def test_leaderboard_ranks_by_a_score_every_experiment_has_in_its_direction(comp
 
 def test_dashboard_name_and_description_fit_opiks_limits_in_utf16_units(comparison):
     """Java's @Size counts UTF-16 units: a character beyond U+FFFF is two."""
-    from opik_metrics.compare.publication import dashboard_description, java_length
+    from opik_metrics.compare.publishing.publication import dashboard_description, java_length
 
     record = {"experiments": ["base-" + "\U0001F600" * 600, "new-" + "\U0001F680" * 600], "baseline": "base"}
     record["baseline"] = record["experiments"][0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import opik
 
-from opik_metrics.compare.opik_publish import dashboard_sections
+from opik_metrics.compare.publishing.opik_publish import dashboard_sections
 
 SPEC = {"name": "opik-metrics: good vs poor", "description": "d", "markdown": "| a |",
         "leaderboard_columns": ["feedback_scores.latency", "experiment_scores.latency.diff vs poor",

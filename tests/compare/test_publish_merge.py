@@ -3,8 +3,8 @@ the value an earlier publish recorded, compared as the server stores values (9 d
 server's rounding never turns our score into someone else's, and a new plan leaves no stale name."""
 from __future__ import annotations
 
-from opik_metrics.compare.opik_publish import _merge, _Target
-from opik_metrics.compare.publication import METADATA_KEY
+from opik_metrics.compare.publishing.opik_publish import _merge, _Target
+from opik_metrics.compare.publishing.publication import METADATA_KEY
 
 P = 0.04995004995004995          # a p of 50/1001 in percent / 100: 17 decimals
 

@@ -17,7 +17,7 @@ from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics import BLEU, ROUGE
 from opik_metrics.cli.main import main
-from opik_metrics.compare.publication import METADATA_KEY
+from opik_metrics.compare.publishing.publication import METADATA_KEY
 from opik_metrics.experiments.store import ExperimentStore
 from tests.compare.opik_seed import seed_from_store
 from tests.compare.systems import store_with

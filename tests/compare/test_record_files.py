@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.significance import PairedTest
 
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired
-from opik_metrics.compare.sources import RecordFileError, from_records, is_record_file, load_experiments
+from opik_metrics.compare.reading.sources import RecordFileError, from_records, is_record_file, load_experiments
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.metrics.bleu import BLEU
 from opik_metrics.metrics.rouge import ROUGE

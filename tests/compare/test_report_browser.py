@@ -9,9 +9,9 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image
 
-from opik_metrics.compare.html_report import fmt_p
+from opik_metrics.compare.report.html import fmt_p
 from opik_metrics.compare.model import Comparison
-from opik_metrics.compare.report import write_report
+from opik_metrics.compare.report.folder import write_report
 from tests.compare import browser
 from tests.compare.sample_comparison import make_comparison
 

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from opik_metrics.compare.html_report import fmt_interval, fmt_num, fmt_p, render_html, verdict_badge
+from opik_metrics.compare.report.html import fmt_interval, fmt_num, fmt_p, render_html, verdict_badge
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, ScoreSummary, ScoreValue,
                                         Verdict)
-from opik_metrics.compare.plots import (SECTION_DIFFERENCES, SECTION_DISTRIBUTIONS, SECTION_MEANS, PlotFile,
+from opik_metrics.compare.report.plots import (SECTION_DIFFERENCES, SECTION_DISTRIBUTIONS, SECTION_MEANS, PlotFile,
                                         iter_figures)
-from opik_metrics.compare.report import ReportFiles, write_report
+from opik_metrics.compare.report.folder import ReportFiles, write_report
 from tests.compare.sample_comparison import make_comparison, sample
 
 ITEM_METRICS = ["rouge1", "rougeL", "bleu", "bertscore_f1", "perplexity"]
@@ -378,7 +378,7 @@ def test_degenerate_comparisons_still_render(tmp_path):
 
 def test_header_and_summaries_read_each_pair_the_same_way(two, three):
     """Issue 40: the header said "a vs b" and the summary "b vs a": both say system vs baseline."""
-    from opik_metrics.compare.summary import format_comparison
+    from opik_metrics.compare.report.summary import format_comparison
 
     comparison, files = two
     text = files.html.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opik_metrics.compare.bootstrap import (CorpusStatistic, MeanStatistic, ResampledOnce, bootstrap_interval,
+from opik_metrics.compare.statistics.bootstrap import (CorpusStatistic, MeanStatistic, ResampledOnce, bootstrap_interval,
                                             paired_bootstrap, resample_indices)
 from opik_metrics.text.bleu import bleu_from_statistics
 

@@ -12,7 +12,7 @@ from opik.rest_api.types.experiment_score_public import ExperimentScorePublic
 
 from opik_metrics import BLEU, ROUGE
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import from_opik, from_store, load_experiments
+from opik_metrics.compare.reading.sources import from_opik, from_store, load_experiments
 from opik_metrics.experiments.store import ExperimentNotFound, ExperimentStore
 from tests.compare.systems import answer_with, items_for, store_with
 from tests.experiments.toy import FragileMetric

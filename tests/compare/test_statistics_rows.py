@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from opik_metrics.compare.analysis import _stats_row, _statistics_rows
-from opik_metrics.compare.records import ItemRecord
+from opik_metrics.compare.reading.records import ItemRecord
 from opik_metrics.core.facts import CorpusFacts, ScoreFacts
 
 ROWS = [[1, 2, 3], [1.5, 2.0, 3], [0, 0, 0], [1, math.inf, 3], [1, math.nan, 3], [1, -math.inf, 3], [True, 2, 3],

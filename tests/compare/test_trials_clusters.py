@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.gating import gate_comparison
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
-from opik_metrics.compare.trials import ClusterFieldError, merge_trials, units_of
+from opik_metrics.compare.gate.gating import gate_comparison
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.statistics.trials import ClusterFieldError, merge_trials, units_of
 
 SCORE = "quality"
 
@@ -155,7 +155,7 @@ def test_trials_are_averaged_per_item_and_experiments_with_different_trial_count
 
 
 def test_a_corpus_score_sums_the_statistics_of_every_trial():
-    from opik_metrics.compare.trials import merge_trials as merged
+    from opik_metrics.compare.statistics.trials import merge_trials as merged
     rows = [ItemRecord(key="a", position=0, input={}, output={}, scores={"bleu": 0.5},
                        metadata={"bleu": {"statistics": [1, 2, 3], "signature": "s"}}),
             ItemRecord(key="a", position=0, input={}, output={}, scores={"bleu": 0.7},
@@ -177,7 +177,7 @@ def test_trials_stored_as_opik_evaluate_stores_them_compare_by_item(monkeypatch)
     """On the REST stand-in, each trial an experiment item and a trace of the same dataset item (as
     ``opik.evaluate(trial_count=3)`` leaves them): read back through the SDK, the comparison pairs
     and resamples the 12 items, with the numbers of the same trials compared in memory."""
-    from opik_metrics.compare.sources import load_compared
+    from opik_metrics.compare.reading.sources import load_compared
     from tests.opik_rest_server import OpikRestServer
 
     base, new = _null_interaction(np.random.default_rng(31), n=12)
@@ -214,7 +214,7 @@ def _scored_records(tmp_path, name: str, rows: list[dict], keep: list[str]) -> s
 
 def test_record_files_with_trials_and_documents_compare_by_item_and_by_cluster(tmp_path, capsys):
     from opik_metrics.cli.main import main
-    from opik_metrics.compare.sources import from_records
+    from opik_metrics.compare.reading.sources import from_records
 
     words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
     def rows(drop: int) -> list[dict]:
@@ -254,9 +254,9 @@ def test_interval_scores_count_the_trials_of_an_item_as_one_item():
 
     from opik.evaluation.metrics.score_result import ScoreResult
 
-    from opik_metrics.compare.bootstrap import bootstrap_interval, resample_indices
-    from opik_metrics.compare.bootstrap import MeanStatistic
-    from opik_metrics.compare.experiment_intervals import interval_scores
+    from opik_metrics.compare.statistics.bootstrap import bootstrap_interval, resample_indices
+    from opik_metrics.compare.statistics.bootstrap import MeanStatistic
+    from opik_metrics.compare.publishing.experiment_intervals import interval_scores
 
     values = np.array([[0.1, 0.3, 0.2], [0.9, 0.7, 0.8], [0.5, 0.5, 0.5], [0.0, 0.2, 0.4]])
     results = [SimpleNamespace(test_case=SimpleNamespace(dataset_item_id=f"item-{i}"), trial_id=t,

@@ -16,7 +16,7 @@ import pytest
 from opik_metrics import BLEU, CHRF, CIDEr, COCOCaption, ROUGE, TER
 from opik_metrics.cli.main import main
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import load_experiments
+from opik_metrics.compare.reading.sources import load_experiments
 from opik_metrics.core import MetricFacts, Statistics, UnknownFormula, corpus_facts, corpus_formula, resolve_formula
 from opik_metrics.core.statistics import SHIPPED_FORMULAS
 from tests.compare.records_fixture import experiment

@@ -15,7 +15,7 @@ import sacrebleu
 
 from opik_metrics import BLEU, evaluate, evaluate_experiment
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import load_compared
+from opik_metrics.compare.reading.sources import load_compared
 from opik_metrics.experiments.opik_arguments import LocalArgumentRefused
 from opik_metrics.experiments.store import ExperimentStore
 from tests.opik_rest_server import OpikRestServer

@@ -14,7 +14,7 @@ import sacrebleu
 import opik_metrics
 from opik_metrics import BLEU, CIDEr, METEOR, ROUGE
 from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-from opik_metrics.compare.sources import from_store
+from opik_metrics.compare.reading.sources import from_store
 from opik_metrics.core import facts_of
 from opik_metrics.experiments.rescore import MetricPresent, rescore_local
 from opik_metrics.experiments.runner import run_experiment

@@ -174,7 +174,7 @@ def test_coco_caption_declares_every_corpus_score_and_compare_recomputes_them(tm
     import json
 
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.compare.reading.sources import load_experiments
     from opik_metrics.core import MetricFacts
     from opik_metrics.experiments.runner import run_experiment
     from opik_metrics.experiments.store import ExperimentStore

@@ -587,7 +587,7 @@ def test_inside_opik_evaluate_with_sixteen_scoring_threads(scripts, fake_opik_ba
 
 def test_two_experiments_compare_on_item_scores_and_report_the_corpus_score_as_recorded(scripts, tmp_path):
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments
-    from opik_metrics.compare.sources import load_experiments
+    from opik_metrics.compare.reading.sources import load_experiments
     from opik_metrics.experiments.runner import run_experiment
     from opik_metrics.experiments.store import ExperimentStore
     from tests.compare.systems import answer_with, items_for

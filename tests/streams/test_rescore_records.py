@@ -14,7 +14,7 @@ from opik.evaluation.metrics import base_metric, score_result
 
 from opik_metrics import BLEU, CIDEr, METEOR, ROUGE
 from opik_metrics.cli import main
-from opik_metrics.compare.sources import from_records
+from opik_metrics.compare.reading.sources import from_records
 from opik_metrics.streams import FieldMap, read_metadata, read_rows, score_file
 from opik_metrics.streams import rescore as rescoring
 from opik_metrics.streams.rescore import RecordsError, rescore_records

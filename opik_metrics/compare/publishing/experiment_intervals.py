@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 from _opik import ScoreResult   # opik.evaluation.metrics.score_result.ScoreResult, without importing opik
 
 from opik_metrics.compare.analysis import CompareSettings
-from opik_metrics.compare.bootstrap import CorpusStatistic, MeanStatistic, bootstrap_interval, resample_indices
-from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
-from opik_metrics.compare.publication import interval_names
+from opik_metrics.compare.statistics.bootstrap import CorpusStatistic, MeanStatistic, bootstrap_interval, resample_indices
+from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.compare.publishing.publication import interval_names
 from opik_metrics.core import facts_of, resolve_formula
 from opik_metrics.core.numbers import is_number
 

@@ -2,7 +2,7 @@
 items each test used, "n/a" where there is no verdict, and the notes (items left out, and why)."""
 from __future__ import annotations
 
-from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.report.formatting import DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.model import Comparison, Pair, ScoreValue, Verdict
 from opik_metrics.core.table import format_table, one_line
 

@@ -15,9 +15,9 @@ import os
 from typing import Any, Sequence
 
 from opik_metrics.compare.analysis import score_facts
-from opik_metrics.compare.human_agreement import Agreement, AgreementSettings, agreement_from_scores
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
-from opik_metrics.compare.trials import merge_trials
+from opik_metrics.compare.human.agreement import Agreement, AgreementSettings, agreement_from_scores
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.core.numbers import is_number
 
 __all__ = ["agreement", "agreement_of", "human_ratings"]
@@ -100,7 +100,7 @@ def agreement(name: str, human: str, metrics: Sequence[str] | None = None, *,
     """Which of experiment ``name``'s scores agrees best with the human score ``human``: read from a
     record file (an existing .jsonl / .parquet path), the local store or the Opik server, as
     ``compare`` reads experiments."""
-    from opik_metrics.compare.sources import load_compared
+    from opik_metrics.compare.reading.sources import load_compared
 
     defaults = AgreementSettings()
     settings = AgreementSettings(raters=raters,

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
-from opik_metrics.compare.html_report import PAGE_CSS, esc
-from opik_metrics.compare.human_agreement import KENDALL_NOTE, Agreement
-from opik_metrics.compare.plot_files import plots_unavailable
+from opik_metrics.compare.report.formatting import DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.report.html import PAGE_CSS, esc
+from opik_metrics.compare.human.agreement import KENDALL_NOTE, Agreement
+from opik_metrics.compare.report.plot_files import plots_unavailable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

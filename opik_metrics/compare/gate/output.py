@@ -6,9 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Optional, Sequence
 
-from opik_metrics.compare.corrections import correction_label
-from opik_metrics.compare.formatting import DASH, fmt_interval, fmt_num, fmt_p
-from opik_metrics.compare.gate import GateOutcome, GateResult, GateRow
+from opik_metrics.compare.statistics.corrections import correction_label
+from opik_metrics.compare.report.formatting import DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.gate.decision import GateOutcome, GateResult, GateRow
 
 __all__ = ["junit_xml", "markdown_table"]
 
@@ -112,7 +112,7 @@ def junit_xml(rows: Sequence[GateRow], result: GateResult, suite: str = "opik-me
                        ("result", result.exit_line)):
         ET.SubElement(props, "property", {"name": key, "value": _xml_text(value)})
     for row, outcome in pairs:
-        case = ET.SubElement(root, "testcase", {"classname": "opik_metrics.compare.gate",
+        case = ET.SubElement(root, "testcase", {"classname": "opik_metrics.compare.gate.decision",
                                                 "name": _xml_text(row.name), "time": "0"})
         if not outcome.passed:
             failure = ET.SubElement(case, "failure", {"message": _xml_text(outcome.reason), "type": outcome.rule})

@@ -9,9 +9,9 @@ import json
 import re
 from typing import Any, Iterable, Sequence
 
-from opik_metrics.compare.formatting import DASH as _DASH, fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.report.formatting import DASH as _DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.model import Comparison, ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict
-from opik_metrics.compare.plot_files import PlotFile
+from opik_metrics.compare.report.plot_files import PlotFile
 from opik_metrics.core.numbers import is_number
 
 TEXT_LIMIT = 140  # characters of an item text shown in a table cell; the full text is in its title

@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 
 
 def merge_trials(experiment: ExperimentRecords) -> ExperimentRecords:
@@ -60,9 +60,10 @@ def _summed_statistics(name: str, base: ItemRecord, live: list[ItemRecord]) -> d
     corpus score counts each trial's counts); without them when a trial lacks a row of the same
     length. A value that is not a number or not finite is checked where every row is (the analysis)."""
     meta = dict(base.metadata.get(name) or {})
-    rows = [(row.metadata.get(name) or {}).get("statistics") for row in live]
+    found = [(row.metadata.get(name) or {}).get("statistics") for row in live]
+    rows = [r for r in found if isinstance(r, list) and r]
     meta.pop("statistics", None)
-    if all(isinstance(r, list) and r for r in rows) and len({len(r) for r in rows}) == 1:
+    if len(rows) == len(found) and len({len(r) for r in rows}) == 1:
         try:
             meta["statistics"] = [sum(column) for column in zip(*rows)]
         except TypeError:                  # a value that is no number: no statistics for this item

@@ -12,7 +12,7 @@ from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors, within_deadline
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
-from opik_metrics.compare.records import ExperimentRecords, ItemRecord, check_formulas
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, check_formulas
 from opik_metrics.metric_kit.server_range import UNSENT_KEY
 from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
 from opik_metrics.streams.ids import TRIAL_COLUMN

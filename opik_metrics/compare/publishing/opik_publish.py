@@ -1,4 +1,4 @@
-"""Write a publication (``compare/publication.py``) into Opik through its SDK: each experiment's
+"""Write a publication (``compare/publishing/publication.py``) into Opik through its SDK: each experiment's
 experiment scores and metadata key, and the comparison's dashboard (its table, a leaderboard of the
 compared experiments, a chart of the differences). Scores someone else logged are kept (read, merge,
 write); everything an earlier publish wrote is replaced, names it no longer has removed; values are
@@ -17,8 +17,8 @@ import opik
 from opik.rest_api.types.experiment_score import ExperimentScore
 
 from opik_metrics.compare.model import Comparison
-from opik_metrics.compare.publication import METADATA_KEY, same_stored
-from opik_metrics.compare.sources import opik_experiment, require_pushed
+from opik_metrics.compare.publishing.publication import METADATA_KEY, same_stored
+from opik_metrics.compare.reading.sources import opik_experiment, require_pushed
 from opik_metrics.experiments.opik_server import OpikServerError, answer_failure
 
 _WIDGET_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e2f-9c1d-0a8b7e6f5d4c")
@@ -199,7 +199,7 @@ def publish_comparison(comparison: Comparison, *, client: Any = None, project_na
     ``client``, the configured server must answer (a one-line error within seconds otherwise).
     ``all_scores``: intervals, p-values and corpus values as experiment scores too (by default each
     compared score adds two columns to Opik's experiments page: its difference and its verdict)."""
-    from opik_metrics.compare.publication import build_publication
+    from opik_metrics.compare.publishing.publication import build_publication
     from opik_metrics.experiments.opik_server import PUBLISH_ADVICE, choose_backend, client_url, server_errors
 
     publication = build_publication(comparison, project_name, all_scores=all_scores)

@@ -10,9 +10,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from opik_metrics.compare.human_agreement import Agreement
-from opik_metrics.compare.publication import interval_names, same_stored
-from opik_metrics.compare.sources import opik_experiment
+from opik_metrics.compare.human.agreement import Agreement
+from opik_metrics.compare.publishing.publication import interval_names, same_stored
+from opik_metrics.compare.reading.sources import opik_experiment
 
 AGREEMENT_KEY = "opik_metrics_agreement"
 PREFIX = "agreement"

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opik_metrics.compare.html_report import render_html
+from opik_metrics.compare.report.html import render_html
 from opik_metrics.compare.model import Comparison
-from opik_metrics.compare.plot_files import PLOTS_DIR, plots_unavailable
+from opik_metrics.compare.report.plot_files import PLOTS_DIR, plots_unavailable
 
 JSON_NAME = "comparison.json"
 HTML_NAME = "index.html"
@@ -48,7 +48,7 @@ def write_report(comparison: Comparison, out_dir: str | Path) -> ReportFiles:
     note = plots_unavailable()      # without matplotlib the page and the JSON are still written, and say so
     plots = []
     if note is None:
-        from opik_metrics.compare.plots import write_plots
+        from opik_metrics.compare.report.plots import write_plots
         plots = write_plots(comparison, out_dir / PLOTS_DIR)
     html_path = out_dir / HTML_NAME
     html_path.write_text(render_html(comparison, plots, plots_note=note), encoding="utf-8", errors="backslashreplace")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from opik_metrics.compare.gate import GateResult, GateRow, decide
+from opik_metrics.compare.gate.decision import GateResult, GateRow, decide
 from opik_metrics.compare.model import Comparison, GateOutcome, Pair, Verdict
 
 

@@ -31,7 +31,7 @@ __all__ = [
     "wins_ties_losses",
 ]
 
-from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: F401 (re-exported)
+from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: F401 (re-exported)
 
 #: Upper bound on the elements of one temporary (resamples x items) block, to bound memory.
 _CHUNK_ELEMENTS = 1 << 22

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, ScoreValue
-from opik_metrics.compare.plot_files import PLOTS_DIR, PlotFile
+from opik_metrics.compare.report.plot_files import PLOTS_DIR, PlotFile
 from opik_metrics.core.numbers import is_number
 
 FIGSIZE = (6.4, 3.6)

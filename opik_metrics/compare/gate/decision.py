@@ -46,8 +46,8 @@ import numbers
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
-from opik_metrics.compare.corrections import adjust, correction_label
-from opik_metrics.compare.formatting import fmt_interval, fmt_num, fmt_p
+from opik_metrics.compare.statistics.corrections import adjust, correction_label
+from opik_metrics.compare.report.formatting import fmt_interval, fmt_num, fmt_p
 
 __all__ = ["MODES", "GateOutcome", "GateResult", "GateRow", "decide", "decide_score"]
 

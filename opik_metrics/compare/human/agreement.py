@@ -16,9 +16,9 @@ from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
-from opik_metrics.compare.bootstrap import bootstrap_interval, paired_bootstrap, resample_indices
-from opik_metrics.compare.correlation import METHODS, distinct_counts, resampled_correlations
-from opik_metrics.compare.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.compare.statistics.bootstrap import bootstrap_interval, paired_bootstrap, resample_indices
+from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations
+from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 __all__ = ["DEFAULT_KENDALL", "RATERS", "Agreement", "AgreementSettings", "Correlation", "MetricAgreement",
            "VersusBest", "agreement_from_scores"]
