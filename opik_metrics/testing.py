@@ -47,6 +47,8 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
         AssertionError: the gate failed; the message is its Markdown table and exit line.
         ValueError: a usage or data error (an unknown experiment or score, nothing to pair...).
     """
+    if isinstance(scores, str):          # one score's name, not a sequence of one-letter names
+        scores = [scores]
     names = [os.fspath(baseline), os.fspath(candidate)]
     settings = CompareSettings(resamples=resamples, seed=seed, confidence=confidence, min_items=min_items,
                                cluster_by=cluster_by,
@@ -59,5 +61,5 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
     gated = gate_comparison(compare_experiments(experiments, settings, source=source), mode=fail_on,
                             correction=correction, margins=margin, scores=scores)
     if not gated.passed:
-        raise AssertionError(f"{names[1]} against {names[0]}:\n{markdown_table(gated.rows, gated.result)}")
+        raise AssertionError(f"{names[1]} against {names[0]}:\n{markdown_table(gated.rows, gated.result, plain=True)}")
     return gated

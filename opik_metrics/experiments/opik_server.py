@@ -22,6 +22,7 @@ from opik_metrics.metric_kit.opik_settings import opik_settings
 
 HEALTH_TIMEOUT_S = 3.0
 SERVER_TIMEOUT_ENV = "OPIK_METRICS_SERVER_TIMEOUT"
+MAX_SERVER_TIMEOUT_S = 3600.0
 DEFAULT_SERVER_TIMEOUT_S = 30.0
 BACKENDS = ("auto", "local", "opik")
 
@@ -239,8 +240,9 @@ def server_timeout() -> float:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not 0 < value < float("inf"):
-        raise OpikServerUnavailable(f"{SERVER_TIMEOUT_ENV} must be a number of seconds above 0, got {raw!r}")
+    if not 0 < value <= MAX_SERVER_TIMEOUT_S:      # a larger one overflows timestamps, or waits without end
+        raise OpikServerUnavailable(f"{SERVER_TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+                                    f"{MAX_SERVER_TIMEOUT_S:g}, got {raw!r}")
     return value
 
 

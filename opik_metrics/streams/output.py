@@ -473,7 +473,13 @@ def read_rows(path: str) -> Iterator[dict]:
     if output_format(path) == "jsonl":
         with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f):
-                row = json.loads(line)
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:        # json's own message says "line 1": the line it was given
+                    where = f", column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    raise OutputError(f"{path}, line {number + 1}{where}: not a JSON record ({reason}); the file "
+                                      "was changed or cut after `score` wrote it: score its input again") from None
                 if number == 0 and _is_header(row):
                     continue
                 yield row

@@ -34,6 +34,11 @@ def _md_cell(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def _plain_cell(text: str) -> str:
+    """``text`` on one line, as it is otherwise."""
+    return " ".join(_NOT_XML.sub("\ufffd", text).split())
+
+
 def _verdict(row: GateRow, outcome: GateOutcome, alpha: float) -> str:
     """What the numbers say, apart from the gate: better / worse (significant), not significant, margin, n/a."""
     if not outcome.tested:
@@ -58,11 +63,13 @@ def _p_cell(outcome: GateOutcome) -> str:
     return f"{fmt_p(outcome.p_raw)} / {fmt_p(outcome.p_adjusted)}"
 
 
-def markdown_table(rows: Sequence[GateRow], result: GateResult) -> str:
+def markdown_table(rows: Sequence[GateRow], result: GateResult, plain: bool = False) -> str:
     """A compact GitHub-flavoured table of the gated scores, then the gate's exit line.
 
-    Columns: score, base, new, difference [interval], p raw / adjusted, verdict, gate.
+    Columns: score, base, new, difference [interval], p raw / adjusted, verdict, gate. ``plain``:
+    the same table as text to read (an assertion message): one line a cell, no Markdown escapes.
     """
+    cell = _plain_cell if plain else _md_cell
     label = correction_label(result.correction)
     p_head = "p" if result.correction == "none" else f"p raw / {label}"
     lines = [f"| score | base | new | difference [interval] | {p_head} | verdict | gate |",
@@ -71,11 +78,11 @@ def markdown_table(rows: Sequence[GateRow], result: GateResult) -> str:
         name = row.name if row.higher_is_better else f"{row.name} (lower is better)"
         interval = fmt_interval(row.low, row.high, signed=True)
         difference = fmt_num(row.delta, signed=True) + ("" if interval == DASH else f" {interval}")
-        cells = [_md_cell(name), fmt_num(row.base), fmt_num(row.new), difference, _p_cell(outcome),
+        cells = [cell(name), fmt_num(row.base), fmt_num(row.new), difference, _p_cell(outcome),
                  _verdict(row, outcome, result.alpha), _gate_cell(outcome)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append(f"alpha={result.alpha:g}, --fail-on {result.mode}. {_md_cell(result.exit_line)}")
+    lines.append(f"alpha={result.alpha:g}, --fail-on {result.mode}. {cell(result.exit_line)}")
     return "\n".join(lines) + "\n"
 
 
