@@ -5,6 +5,8 @@ built-in metrics. A plugin that cannot join is left out with one ``PluginWarning
 distribution and entry point: the rest of the catalog is never lost to it."""
 from __future__ import annotations
 
+import contextlib
+import sys
 import warnings
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -40,10 +42,13 @@ def _distribution(point: EntryPoint) -> str:
 def _join(point: EntryPoint) -> str:
     """Import the entry point's class, check it, register it; its catalog name."""
     try:
-        found = point.load()
+        with contextlib.redirect_stdout(sys.stderr):   # what it prints never mixes with a command's JSON
+            found = point.load()
     except NameTaken as exc:                      # a PackMetric subclass registers itself as it is defined
         raise PluginRefused(str(exc)) from None
-    except Exception as exc:                      # whatever a plugin's import raises, the catalog goes on
+    except (Exception, SystemExit) as exc:        # whatever its import raises or exits with, the catalog goes on,
+        # and the exit status stays the command's own (a plugin's sys.exit(0) must not pass a failed gate);
+        # KeyboardInterrupt is the user's Ctrl-C and goes through
         raise PluginRefused(f"importing it failed: {type(exc).__name__}: {exc}") from None
     card = _card_of(found)
     try:

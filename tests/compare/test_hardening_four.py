@@ -64,3 +64,20 @@ def test_the_server_timeout_is_bounded_in_one_line(monkeypatch, value, ok):
     else:
         with pytest.raises(OpikServerUnavailable, match=r"must be a number of seconds above 0 and at most 3600, "):
             server_timeout()
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "import sys\nsys.exit(1)\n",
+                                  "print('hello from a plugin')\nraise RuntimeError('broken')\n"])
+def test_a_plugin_that_exits_or_prints_on_import_is_left_out_and_decides_nothing(tmp_path, monkeypatch, capsys, body):
+    from importlib.metadata import EntryPoint
+
+    from opik_metrics.metrics.plugins import PluginRefused, _join
+
+    (tmp_path / "rogue_plugin.py").write_text(body, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = EntryPoint(name="rogue", value="rogue_plugin:Metric", group="opik_metrics.metrics")
+    with pytest.raises(PluginRefused, match=r"importing it failed: (SystemExit|RuntimeError)"):
+        _join(point)
+    out, err = capsys.readouterr()
+    assert out == ""                                   # never on stdout, where `score --format json` writes
+    assert ("hello from a plugin" in err) == ("print" in body)
