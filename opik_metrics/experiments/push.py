@@ -63,23 +63,30 @@ class PushReport:
     missing_items: list[int] = field(default_factory=list)        # positions, as `experiments show --items`
     missing_item_keys: list[str] = field(default_factory=list)    # the store's item keys of the same items
     missing_scores: dict[str, int] = field(default_factory=dict)  # score name -> items lacking it
+    changed_scores: dict[str, int] = field(default_factory=dict)  # score name -> items where the server has another value
     missing_experiment_scores: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        """Whether the server holds everything (as far as it was read back)."""
-        return not (self.missing_items or self.missing_scores or self.missing_experiment_scores)
+        """Whether the server holds everything (as far as it was read back), with the store's values."""
+        return not (self.missing_items or self.missing_scores or self.changed_scores or self.missing_experiment_scores)
 
     def missing_line(self) -> str:
-        """One line: how many items and scores the server kept, and a few of those it lacks."""
+        """One line: how many items and scores the server kept, and a few of those it lacks or holds
+        with another value than the store's."""
         lacking = sum(self.missing_scores.values())
         line = (f"the server kept {self.kept_items} of {self.items} items; {lacking} of {self.scores} feedback "
                 "scores missing")
+        if self.changed_scores:
+            line += f", {sum(self.changed_scores.values())} with another value than the store's"
         if self.missing_items:
             line += f"; items without their trace or experiment item: {_few(self.missing_items)}"
         if self.missing_scores:
             names = sorted(self.missing_scores, key=lambda n: -self.missing_scores[n])
             line += "; scores missing: " + _few([f"{n} ({self.missing_scores[n]})" for n in names])
+        if self.changed_scores:
+            names = sorted(self.changed_scores, key=lambda n: -self.changed_scores[n])
+            line += "; scores changed on the server: " + _few([f"{n} ({self.changed_scores[n]})" for n in names])
         if self.missing_experiment_scores:
             line += f"; experiment scores missing: {_few(self.missing_experiment_scores)}"
         return line
@@ -214,10 +221,12 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
     """Fill the report's kept and missing fields from what was read back."""
     report.read_back, report.kept_items, report.kept_scores = True, 0, 0
     report.missing_items, report.missing_item_keys, report.missing_scores = [], [], {}
+    report.changed_scores = {}
     for item in scored:
         trace_id = traces[item.key]
         names = sent_scores(item)
-        there = kept_scores(item, kept.scores.get(trace_id, {})) if trace_id in kept.traces else set()
+        held = kept.scores.get(trace_id, {}) if trace_id in kept.traces else {}
+        there = kept_scores(item, held)
         if kept.items[trace_id] and trace_id in kept.traces:
             report.kept_items += 1
         else:
@@ -225,7 +234,8 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
             report.missing_item_keys.append(item.key)
         report.kept_scores += len(there)
         for name in sorted(names - there):
-            report.missing_scores[name] = report.missing_scores.get(name, 0) + 1
+            lost = report.changed_scores if held.get(name) is not None else report.missing_scores
+            lost[name] = lost.get(name, 0) + 1
     report.missing_experiment_scores = [s.name for s in corpus if s.name not in kept.experiment_scores
                                         or not _same(s.value, kept.experiment_scores[s.name])]
 

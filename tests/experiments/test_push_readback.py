@@ -252,3 +252,17 @@ def test_an_experiment_whose_creation_was_refused_is_created_by_the_rerun_under_
     assert record is not None and experiment["id"] == record.remote_id and len(record.traces) == 4
     assert len(server.experiment_items[experiment["id"]]) == 4 and _on_server(server)[1] == _stored(stored)
     server.unexpected.clear()        # the rerun asked for the noted experiment first: 404, as the backend answers
+
+
+def test_a_score_the_server_holds_with_another_value_is_called_changed_not_missing(server, stored, capsys):
+    code, _, _ = _push(capsys, stored)
+    assert code == 0
+    experiment, _ = _on_server(server)
+    first = server.experiment_items[experiment["id"]][0]["trace_id"]
+    server.feedback_scores[("trace", first)]["bleu"]["value"] = 0.123       # someone changed it since
+    server.fail_next("PUT", SCORES.pattern, 422)                            # and the re-send is refused
+    code, _, err = _push(capsys, stored)
+    (line,) = [x for x in err.splitlines() if x.startswith("opik-metrics: error:")]
+    assert code == 3
+    assert "the server kept 4 of 4 items; 0 of 7 feedback scores missing, 1 with another value than the store's" in line
+    assert "scores changed on the server: bleu (1)" in line and "scores missing:" not in line
