@@ -57,12 +57,25 @@ def mark_unstorable(results: Iterable[ScoreResult]) -> list[ScoreResult]:
     for result in out:
         if not isinstance(result, ScoreResult) or result.scoring_failed or storable(result.value):
             continue
-        why = (f"{shown(result.value)} is not a score an Opik server stores (finite, at most 999,999,999.999999999 "
-               "in size): recorded as failed, so that it is not sent and the other scores arrive")
+        if _is_nan(result.value):          # no number at all: the metric's own fault, not the server's range
+            why = ("the metric computed no number (nan): for a model-backed metric the model's output was NaN "
+                   "(damaged weights, or an overflow in half precision); recorded as failed, so that it is not "
+                   "sent and the other scores arrive")
+        else:
+            why = (f"{shown(result.value)} is not a score an Opik server stores (finite, at most "
+                   "999,999,999.999999999 in size): recorded as failed, so that it is not sent and the other "
+                   "scores arrive")
         result.reason = f"{result.reason}; {why}" if result.reason else why
         result.metadata = {**(result.metadata or {}), UNSENT_KEY: shown(result.value)}
         result.value, result.scoring_failed = 0.0, True
     return out
+
+
+def _is_nan(value: Any) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def unsent(result: ScoreResult) -> bool:

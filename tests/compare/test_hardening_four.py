@@ -81,3 +81,16 @@ def test_a_plugin_that_exits_or_prints_on_import_is_left_out_and_decides_nothing
     out, err = capsys.readouterr()
     assert out == ""                                   # never on stdout, where `score --format json` writes
     assert ("hello from a plugin" in err) == ("print" in body)
+
+
+def test_a_nan_score_is_blamed_on_the_metric_not_the_servers_range():
+    from _opik import ScoreResult
+
+    from opik_metrics.metric_kit.server_range import mark_unstorable
+
+    nan, inf = mark_unstorable([ScoreResult(name="perplexity", value=float("nan")),
+                                ScoreResult(name="perplexity", value=float("inf"))])
+    assert nan.scoring_failed and nan.reason.startswith("the metric computed no number (nan): for a model-backed "
+                                                        "metric the model's output was NaN")
+    assert "Opik server stores" not in nan.reason
+    assert inf.reason.startswith("inf is not a score an Opik server stores")
