@@ -34,8 +34,9 @@ def refuse_server_only(arguments: Mapping[str, Any]) -> None:
     """``LocalArgumentRefused`` for the first argument of ``LOCAL_REFUSALS`` given a value other than its default."""
     for name, (default, why) in LOCAL_REFUSALS.items():
         value = arguments.get(name, default)
-        if value is not default and value != default:
-            raise LocalArgumentRefused(f"{name}={value!r} is not supported in the local store: {why}")
+        if value is None or value == default or (isinstance(value, (list, tuple)) and not value):
+            continue                        # its default, or an empty list of scorer functions
+        raise LocalArgumentRefused(f"{name}={value!r} is not supported in the local store: {why}")
 
 
 def scoring_inputs(item: Mapping[str, Any], output: Mapping[str, Any] | None,
