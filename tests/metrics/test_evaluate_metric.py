@@ -423,7 +423,8 @@ def test_a_value_that_is_not_finite_is_kept_with_a_reason(scripts):
     assert defined[0].value == 1.0 and defined[0].reason is None
     assert undefined[0].metadata["unsent_value"] == "nan"                   # NaN, as the module says,
     assert undefined[0].scoring_failed and undefined[0].value == 0.0        # failed: no Opik server stores it
-    assert undefined[0].reason.startswith("the evaluate module 'undefined' returned nan for 'ratio'; nan is not a")
+    assert undefined[0].reason.startswith("the evaluate module 'undefined' returned nan for 'ratio'; the metric computed "
+                                          "no number (nan)")
 
 
 def test_bad_options_fail_when_the_metric_is_built(scripts):
