@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from _opik import ScoreResult
 
@@ -49,3 +49,14 @@ def one_test_result(key: str, item_input: dict, output: dict | None, scores: lis
     case = case_type(trace_id=key, dataset_item_id=key, task_output=output or {}, dataset_item_content=item_input,
                      mapped_scoring_inputs=mapped if mapped is not None else {**item_input, **(output or {})})
     return result_type(test_case=case, score_results=scores, trial_id=0)
+
+
+def by_dataset_item(test_results: Sequence[Any]) -> list[list[Any]]:
+    """The test results grouped by dataset item, in first-seen order: ``opik.evaluate(trial_count=N)``
+    gives one per trial, and the item, not the trial, is what a mean or an interval counts. A result
+    without a dataset item id is a group of its own."""
+    groups: dict[Any, list[Any]] = {}
+    for k, tr in enumerate(test_results):
+        item_id = getattr(getattr(tr, "test_case", None), "dataset_item_id", None)
+        groups.setdefault(("item", item_id) if item_id is not None else ("result", k), []).append(tr)
+    return list(groups.values())

@@ -16,6 +16,7 @@ from opik_metrics.experiments.opik_datasets import insert_items
 from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.experiment_scorers import ExperimentScorer
+from opik_metrics.experiments.experiment_results import by_dataset_item
 from opik_metrics.scoring import as_results
 from opik_metrics.experiments.storable_scores import storable_metrics
 from opik_metrics.experiments.summary import ExperimentSummary
@@ -61,12 +62,16 @@ def _storable_scorer(scorer: ExperimentScorer) -> ExperimentScorer:
 
 def _means(test_results: Sequence[Any]) -> dict[str, float]:
     """Each score's mean over the items, an item's trials (``trial_count``) first averaged into one value."""
-    per_item: dict[str, dict[Any, list[float]]] = {}
-    for tr in test_results:
-        for s in tr.score_results:
-            if not s.scoring_failed and is_number(s.value):
-                per_item.setdefault(s.name, {}).setdefault(tr.test_case.dataset_item_id, []).append(float(s.value))
-    return {name: sum(sum(v) / len(v) for v in items.values()) / len(items) for name, items in per_item.items()}
+    item_means: dict[str, list[float]] = {}
+    for trials in by_dataset_item(test_results):
+        values: dict[str, list[float]] = {}
+        for tr in trials:
+            for s in tr.score_results:
+                if not s.scoring_failed and is_number(s.value):
+                    values.setdefault(s.name, []).append(float(s.value))
+        for name, found in values.items():
+            item_means.setdefault(name, []).append(sum(found) / len(found))
+    return {name: sum(v) / len(v) for name, v in item_means.items()}
 
 
 def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
@@ -102,11 +107,9 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
                                "failure_reasons": dict(reasons.most_common(20))},
             **extra,
         )
-    trials = int(extra.get("trial_count") or 1)
-    summary.failed_items += len(good) - len({tr.test_case.dataset_item_id for tr in result.test_results})
+    summary.trials = int(extra.get("trial_count") or 1)
+    summary.failed_items += len(good) - len(by_dataset_item(result.test_results))
     summary.scores = _means(result.test_results)
-    if trials > 1:
-        summary.trials = trials
     summary.experiment_scores = {s.name: (s.value if not s.scoring_failed else None)
                                  for s in result.experiment_scores}
     summary.location = result.experiment_url or summary.location

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
-from tests.metrics.test_plugins import _run, _write
+from tests.metrics.test_plugins import _run, _write, venv_beside_dev
 from tests.streams.records import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,13 +31,7 @@ def _block(language: str, marker: str) -> str:
 @pytest.fixture(scope="module")
 def python(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("template")
-    venv = home / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", venv], home)
-    python = venv / "bin" / "python"
-    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], home).stdout.strip())
-    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
-    (site / "_dev_venv.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in ours),
-                                        encoding="utf-8")
+    python = venv_beside_dev(home)
     package = _write(home / "my-metrics", {"pyproject.toml": _block("toml", "# my-metrics/pyproject.toml"),
                                            "my_metrics/__init__.py": "",
                                            "my_metrics/word_ratio.py": _block("python", "class WordRatio(")})

@@ -212,10 +212,9 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def python(tmp_path_factory) -> Path:
-    """A fresh venv's python, with both plugin distributions installed by pip."""
-    home = tmp_path_factory.mktemp("plugins")
+def venv_beside_dev(home: Path) -> Path:
+    """A fresh venv's python under ``home`` that reaches the dev venv's packages, this checkout's
+    opik_metrics first (what pip needs to install a plugin offline into it)."""
     venv = home / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv], home)
     python = venv / "bin" / "python"
@@ -227,6 +226,14 @@ def python(tmp_path_factory) -> Path:
                                         encoding="utf-8")
     found = _run([python, "-c", "import opik_metrics, setuptools, pip; print(opik_metrics.__file__)"], home)
     assert Path(found.stdout.strip()) == ROOT / "opik_metrics" / "__init__.py"
+    return python
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory) -> Path:
+    """A fresh venv's python, with both plugin distributions installed by pip."""
+    home = tmp_path_factory.mktemp("plugins")
+    python = venv_beside_dev(home)
     good = _write(home / "good", {"pyproject.toml": GOOD_PYPROJECT, "toy_plugin.py": GOOD_MODULE})
     broken = _write(home / "broken", {"pyproject.toml": BROKEN_PYPROJECT, "broken_plugin/__init__.py": "",
                                       "broken_plugin/things.py": BROKEN_THINGS,

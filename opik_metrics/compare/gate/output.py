@@ -119,7 +119,7 @@ def junit_xml(rows: Sequence[GateRow], result: GateResult, suite: str = "opik-me
                        ("result", result.exit_line)):
         ET.SubElement(props, "property", {"name": key, "value": _xml_text(value)})
     for row, outcome in pairs:
-        case = ET.SubElement(root, "testcase", {"classname": "opik_metrics.compare.gate.decision",
+        case = ET.SubElement(root, "testcase", {"classname": "opik_metrics.compare.gate",
                                                 "name": _xml_text(row.name), "time": "0"})
         if not outcome.passed:
             failure = ET.SubElement(case, "failure", {"message": _xml_text(outcome.reason), "type": outcome.rule})

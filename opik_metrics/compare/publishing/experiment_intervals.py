@@ -15,6 +15,7 @@ from opik_metrics.compare.statistics.bootstrap import CorpusStatistic, MeanStati
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from opik_metrics.compare.publishing.publication import interval_names
 from opik_metrics.core import facts_of, resolve_formula
+from opik_metrics.experiments.experiment_results import by_dataset_item
 from opik_metrics.core.numbers import is_number
 
 
@@ -32,19 +33,10 @@ def _results_named(test_results: Sequence[Any], name: str) -> list[ScoreResult |
     return out
 
 
-def _by_item(test_results: Sequence[Any]) -> list[list[Any]]:
-    """The test results grouped by dataset item (``trial_count`` gives one per trial), in first-seen
-    order: the item, not the trial, is what the bootstrap resamples. A result without an item id is its own."""
-    groups: dict[Any, list[Any]] = {}
-    for k, tr in enumerate(test_results):
-        item_id = getattr(getattr(tr, "test_case", None), "dataset_item_id", None)
-        groups.setdefault(("item", item_id) if item_id is not None else ("result", k), []).append(tr)
-    return list(groups.values())
-
-
-def _mean_scores(name: str, test_results: Sequence[Any], settings: dict) -> list[ScoreResult]:
+def _mean_scores(name: str, items: list[list[Any]], settings: dict) -> list[ScoreResult]:
+    """``name``'s mean and interval over ``items`` (the test results by dataset item)."""
     values = []                      # per item, the mean over its trials that have a finite value
-    for trials in _by_item(test_results):
+    for trials in items:
         found = [float(r.value) for r in _results_named(trials, name) if r is not None and is_number(r.value)]
         if found:
             values.append(sum(found) / len(found))
@@ -53,16 +45,17 @@ def _mean_scores(name: str, test_results: Sequence[Any], settings: dict) -> list
     statistic = MeanStatistic(values)
     interval = bootstrap_interval(statistic, resample_indices(len(values), settings["resamples"], settings["seed"]),
                                   settings["confidence"])
-    reason = _reason(len(values), len(_by_item(test_results)) - len(values), **settings)
+    reason = _reason(len(values), len(items) - len(values), **settings)
     low, high = interval_names(name, settings["confidence"])
     return [ScoreResult(name=f"{name}.mean", value=statistic.value, reason=reason),
             ScoreResult(name=low, value=interval.low, reason=reason),
             ScoreResult(name=high, value=interval.high, reason=reason)]
 
 
-def _corpus_scores(corpus: Any, test_results: Sequence[Any], settings: dict) -> list[ScoreResult]:
+def _corpus_scores(corpus: Any, items: list[list[Any]], settings: dict) -> list[ScoreResult]:
+    """A corpus score and its interval over ``items`` (the test results by dataset item)."""
     rows = []                        # per item, the statistics of its trials summed
-    for trials in _by_item(test_results):
+    for trials in items:
         found = []
         for r in _results_named(trials, corpus.carrier):
             row = (r.metadata or {}).get("statistics") if r is not None else None
@@ -75,7 +68,7 @@ def _corpus_scores(corpus: Any, test_results: Sequence[Any], settings: dict) -> 
     statistic = CorpusStatistic(rows, functools.partial(resolve_formula(corpus.formula), **corpus.options))
     interval = bootstrap_interval(statistic, resample_indices(len(rows), settings["resamples"], settings["seed"]),
                                   settings["confidence"])
-    reason = _reason(len(rows), len(_by_item(test_results)) - len(rows), **settings) + "; from summed item statistics"
+    reason = _reason(len(rows), len(items) - len(rows), **settings) + "; from summed item statistics"
     low, high = interval_names(corpus.name, settings["confidence"])
     return [ScoreResult(name=corpus.name, value=statistic.value, reason=reason),
             ScoreResult(name=low, value=interval.low, reason=reason),
@@ -99,8 +92,9 @@ def interval_scores(metrics: Sequence[Any], *, resamples: int = DEFAULT_RESAMPLE
         corpora = facts.own_corpora
 
         def score(test_results: list, names: list = names, corpora: tuple = corpora) -> list[ScoreResult]:
-            out = [r for name in names for r in _mean_scores(name, test_results, settings)]
-            return out + [r for corpus in corpora for r in _corpus_scores(corpus, test_results, settings)]
+            items = by_dataset_item(test_results)      # grouped once, for every score of the metric
+            out = [r for name in names for r in _mean_scores(name, items, settings)]
+            return out + [r for corpus in corpora for r in _corpus_scores(corpus, items, settings)]
 
         score.__name__ = f"{facts.metric}_intervals"
         functions.append(score)
