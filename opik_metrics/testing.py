@@ -26,7 +26,8 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
                          fail_on: str = "worse", store: Source | None = None, opik: bool = False,
                          project_name: str | None = None, resamples: int = DEFAULT_RESAMPLES,
                          seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE,
-                         min_items: int = DEFAULT_MIN_ITEMS, cluster_by: str | None = None) -> GatedComparison:
+                         min_items: int = DEFAULT_MIN_ITEMS, cluster_by: str | None = None,
+                         allow_different_options: bool = False) -> GatedComparison:
     """Gate ``candidate`` against ``baseline`` and return the gated comparison when it passes.
 
     Args:
@@ -42,10 +43,13 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
             significantly better).
         cluster_by: an item field (a record file's kept column): the bootstrap resamples whole
             clusters of items sharing it. Trials of one item are always merged into the item.
+        allow_different_options: gate scores whose two sides were made with different options
+            (signatures that differ in more than package versions); refused by default.
 
     Raises:
         AssertionError: the gate failed; the message is its Markdown table and exit line.
-        ValueError: a usage or data error (an unknown experiment or score, nothing to pair...).
+        ValueError: a usage or data error (an unknown experiment or score, nothing to pair, a
+            gated score missing on one side, too few paired items, different options...).
     """
     if isinstance(scores, str):          # one score's name, not a sequence of one-letter names
         scores = [scores]
@@ -59,7 +63,8 @@ def assert_no_regression(baseline: Source, candidate: Source, *, scores: Sequenc
     if reason is not None:
         raise ValueError(reason)
     gated = gate_comparison(compare_experiments(experiments, settings, source=source), mode=fail_on,
-                            correction=correction, margins=margin, scores=scores)
+                            correction=correction, margins=margin, scores=scores,
+                            allow_different_options=allow_different_options)
     if not gated.passed:
         raise AssertionError(f"{names[1]} against {names[0]}:\n{markdown_table(gated.rows, gated.result, plain=True)}")
     return gated

@@ -57,6 +57,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     gate.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
                       help="correction of the gated scores' p-values for their number (default holm)")
     gate.add_argument("--junit", metavar="FILE", help="also write the gate as JUnit XML, one test case per gated score")
+    gate.add_argument("--allow-different-options", action="store_true",
+                      help="gate scores whose two sides were made with different options (a stemmer, a tokenizer, a "
+                           "model: their signatures differ in more than package versions); refused by default "
+                           "(exit 2), and said first in the report when allowed")
     parser.add_argument("--publish", action="store_true",
                         help="write the comparison onto the experiments on the Opik server: against the baseline, "
                              "each score's difference and verdict as experiment scores; the full comparison in their "
@@ -82,8 +86,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")
     margins = parse_margins(args.margin)
-    if not args.fail_on and (margins or args.junit or args.format == "markdown" or args.correction != "holm"):
-        raise ValueError("--margin, --correction, --junit and --format markdown go with --fail-on worse|not-better")
+    if not args.fail_on and (margins or args.junit or args.format == "markdown" or args.correction != "holm"
+                             or args.allow_different_options):
+        raise ValueError("--margin, --correction, --junit, --allow-different-options and --format markdown go with "
+                         "--fail-on worse|not-better")
     if not args.output and not (args.publish or args.dry_run or args.fail_on):
         raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik, or "
                          "--fail-on to gate)")
@@ -106,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from opik_metrics.compare.gate.gating import gate_comparison
 
         gated = gate_comparison(comparison, mode=args.fail_on, correction=args.correction, margins=margins,
-                                scores=args.metric)
+                                scores=args.metric, allow_different_options=args.allow_different_options)
         comparison = gated.comparison
         if args.junit:
             write_junit(gated, args.junit)
@@ -126,6 +132,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif args.format == "markdown" and gated is not None:
         from opik_metrics.compare.gate.output import markdown_table
 
+        sys.stdout.write("".join(f"> **Warning:** {line}\n\n" for line in comparison.measurement_warnings()))
         sys.stdout.write(markdown_table(gated.rows, gated.result))
     else:
         print(format_comparison(comparison))

@@ -25,7 +25,8 @@ from opik_metrics.compare.statistics.bootstrap import (DEFAULT_CONFIDENCE, DEFAU
                                             MeanStatistic, ResampledOnce, bootstrap_interval, paired_bootstrap,
                                             resample_indices,
                                             wins_ties_losses)
-from opik_metrics.core import CorpusFacts, ScoreFacts, resolve_formula
+from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, resolve_formula
+from opik_metrics.core.statistics_checks import statistics_problem
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
                                         ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
@@ -70,17 +71,29 @@ class CompareSettings:
 def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFacts:
     """What the experiments' recorded metric facts say about score ``name``: its own declared
     facts, else the direction of the metric that gave it (a foreign metric's ``higher_is_better``),
-    else higher-is-better. Never decided from the name."""
-    for e in experiments:
-        for facts in e.facts.values():
-            declared = facts.score(name)
-            if declared is not None:
-                return declared
-    for e in experiments:
-        metric = e.facts.get(e.score_metrics.get(name, name))
-        if metric is not None:
-            return ScoreFacts(name, higher_is_better=metric.higher_is_better)
-    return ScoreFacts(name)
+    else higher-is-better. Never decided from the name. Experiments that state opposite directions
+    for the score are a data error: no comparison can be right for both."""
+    declared = [(e.name, facts.score(name)) for e in experiments for facts in e.facts.values()
+                if facts.score(name) is not None]
+    if not declared:
+        declared = [(e.name, ScoreFacts(name, higher_is_better=e.facts[e.score_metrics.get(name, name)].higher_is_better))
+                    for e in experiments if e.score_metrics.get(name, name) in e.facts]
+    if not declared:
+        return ScoreFacts(name)
+    first_name, first = declared[0]
+    for other_name, other in declared[1:]:
+        assert other is not None and first is not None
+        if other.higher_is_better != first.higher_is_better:
+            raise ValueError(f"{first_name} and {other_name} disagree on the direction of {name}: "
+                             f"{_direction(first.higher_is_better)} in {first_name}, "
+                             f"{_direction(other.higher_is_better)} in {other_name}; a comparison cannot be "
+                             "right for both (was one record file edited, or two different metrics given one name?)")
+    assert first is not None
+    return first
+
+
+def _direction(higher_is_better: bool) -> str:
+    return "higher is better" if higher_is_better else "lower is better"
 
 
 def unpaired(experiments: Sequence[ExperimentRecords]) -> str | None:
@@ -216,10 +229,11 @@ def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> list | None:
 _PLAIN_NUMBERS = (int, float)
 
 
-def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord]) -> dict[str, list]:
+def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord], experiment: ExperimentRecords) -> dict[str, list]:
     """``_stats_row`` of every item, by key, for the items that have one: the same test, with the
     finiteness of plain int and float rows checked by numpy at once (100,000 BLEU rows: 1.1 million
-    numbers) and any other row by ``is_number`` one value at a time."""
+    numbers) and any other row by ``is_number`` one value at a time. Rows that no item can have
+    (the corpus formula's own check: a negative count, more matches than n-grams) are a data error."""
     width = len(corpus.fields)
     keys, rows = [], []
     for item in items:
@@ -230,8 +244,15 @@ def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord]) -> dict[s
     plain = [all(type(v) in _PLAIN_NUMBERS for v in row) for row in rows]   # exactly int or float: no bool
     matrix = np.array([r for r, p in zip(rows, plain) if p], dtype=np.float64).reshape(-1, width)
     finite = iter(np.all(np.isfinite(matrix), axis=1, keepdims=False).reshape(-1).tolist())
-    return {key: row for key, row, p in zip(keys, rows, plain)
-            if (next(finite) if p else all(is_number(v) for v in row))}
+    valid = {key: row for key, row, p in zip(keys, rows, plain)
+             if (next(finite) if p else all(is_number(v) for v in row))}
+    problem = statistics_problem(resolve_formula(corpus.formula, experiment.name), list(valid.values()),
+                                 **corpus.options)
+    if problem is not None:
+        key = list(valid)[problem[0]]
+        raise ValueError(f"{experiment.name}: item {key}: the statistics of {corpus.carrier} (for {corpus.name}) "
+                         f"cannot come from any item: {problem[1]}; the record was edited or damaged")
+    return valid
 
 
 def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord],
@@ -343,7 +364,7 @@ class _Column:
         else:
             corpus = experiment.corpus(metric.name)
             if corpus is not None:
-                rows = _statistics_rows(corpus, live)
+                rows = _statistics_rows(corpus, live, experiment)
             has = frozenset(rows)
         source = _source(metric, experiment)
         kinds = {item.key: item.non_finite[source] for item in live if item.non_finite.get(source)}
@@ -379,9 +400,36 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
     shared = [(base_items[item.key], item) for item in system.items
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
+    options = {m.name: differing for m in metrics
+               if (differing := signature_differences(m.name, baseline, system)[0])}
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
-                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, context) for m in metrics})
+                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, context) for m in metrics},
+                option_differences=options)
+
+
+def recorded_signature(score: str, experiment: ExperimentRecords) -> Signature | None:
+    """The signature the experiment records for the metric that gave ``score`` (None: none recorded)."""
+    for facts in experiment.facts.values():
+        if facts.score(score) is not None and facts.signature is not None:
+            return facts.signature
+    return None
+
+
+def signature_differences(score: str, baseline: ExperimentRecords, system: ExperimentRecords
+                          ) -> tuple[dict[str, tuple[Any, Any]], dict[str, tuple[Any, Any]]]:
+    """How the two experiments' signatures of ``score`` differ: the options that change the number
+    (a field one side lacks counts, as its value None) and, apart, the package versions; each as
+    ``{field: (baseline, system)}``. Empty when either side records no signature."""
+    a, b = recorded_signature(score, baseline), recorded_signature(score, system)
+    if a is None or b is None:
+        return {}, {}
+    versions = set(a.versions) | set(b.versions)
+    fields = list(dict.fromkeys([*a.fields, *b.fields]))
+    differing = {k: (a.fields.get(k), b.fields.get(k)) for k in fields
+                 if _json(a.fields.get(k)) != _json(b.fields.get(k))}
+    return ({k: v for k, v in differing.items() if k not in versions},
+            {k: v for k, v in differing.items() if k in versions})
 
 
 def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: ExperimentRecords,
@@ -483,7 +531,7 @@ def _failed_entry(item: ItemRecord) -> FailedItem:
 def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary],
            scores: dict[str, dict[str, ScoreValue]], pairs: Sequence[Pair], tests: int,
            settings: CompareSettings, context: _Context) -> list[str]:
-    notes = []
+    notes = _signature_notes(experiments, metrics)
     entries = [(p, m, p.metrics[m.name]) for p in pairs for m in metrics]
     few = [(p, m, e) for p, m, e in entries if 0 < e.n < settings.min_items]
     if few:
@@ -535,6 +583,29 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSumm
                     and abs(entry.recorded - entry.value) > 1e-9 * max(1.0, abs(entry.value)):
                 notes.append(f"{e.name}: {m.name} recomputed from item statistics is {entry.value:.6g}, "
                              f"the experiment recorded {entry.recorded:.6g} (items differ, e.g. failed ones)")
+    return notes
+
+
+def _signature_notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary]) -> list[str]:
+    """First among the notes: scores whose two sides were made with different options (different
+    measurements, not a difference between systems), then those made by different package versions."""
+    notes = []
+    for a, b in combinations(experiments, 2):
+        options, versions = {}, {}
+        for m in metrics:
+            differing, newer = signature_differences(m.name, a, b)
+            if differing:
+                options[m.name] = differing
+            versions.update(newer)
+        if options:
+            text = Pair(a.name, b.name, 0, {}, {}, options).options_text()
+            notes.append(f"{a.name} and {b.name} were scored with different options, so their numbers differ for "
+                         f"that reason too: {text}; a regression gate refuses to judge these scores unless told "
+                         "--allow-different-options")
+        if versions:
+            notes.append(f"{a.name} and {b.name} were scored by different package versions "
+                         + ", ".join(f"({k}: {x} vs {y})" for k, (x, y) in versions.items())
+                         + "; their options are the same")
     return notes
 
 

@@ -13,7 +13,7 @@ import json
 import math
 import numbers
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, TypeVar
 
@@ -191,13 +191,25 @@ class PairResult:
 
 @dataclass(frozen=True)
 class Pair:
-    """A system against its baseline: the items they share, how their configs differ, and each score's result."""
+    """A system against its baseline: the items they share, how their configs differ, each score's
+    result, and per score the options of its signature that differ (``{score: {field: (baseline,
+    system)}}``: a tokenizer, a stemmer, a model; not the versions), which make its two numbers
+    different measurements."""
 
     baseline: str
     system: str
     shared_items: int
     config_differences: dict[str, tuple[Any, Any]]
     metrics: dict[str, PairResult]
+    option_differences: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
+
+    def options_text(self, scores: Any = None) -> str:
+        """``rouge1_f1 (stem: no vs yes)``, one score after another, for the scores (all by default)
+        whose two sides were made with different options."""
+        chosen = [s for s in (self.option_differences if scores is None else scores) if s in self.option_differences]
+        return "; ".join(f"{score} (" + ", ".join(f"{k}: {_side_text(a)} vs {_side_text(b)}"
+                                                  for k, (a, b) in self.option_differences[score].items()) + ")"
+                         for score in chosen)
 
     def better(self, score: str) -> str | None:
         """The experiment significantly better at ``score`` (None: no significant difference, or n/a)."""
@@ -237,6 +249,18 @@ class Comparison:
     @property
     def names(self) -> list[str]:
         return [e.name for e in self.experiments]
+
+    def measurement_warnings(self) -> list[str]:
+        """One line per pair whose scores were made with different options (different measurements,
+        not only different systems), saying whether the gate judged them anyway; what a report shows first."""
+        lines = []
+        for pair in self.pairs:
+            if pair.option_differences:
+                gated = any(pair.metrics[s].gate is not None for s in pair.option_differences if s in pair.metrics)
+                lines.append(f"{pair.system} vs {pair.baseline}: scored with different options, so these scores "
+                             f"measure different things: {pair.options_text()}"
+                             + ("; GATED ANYWAY (--allow-different-options)" if gated else ""))
+        return lines
 
     def metric(self, name: str) -> ScoreSummary:
         for metric in self.metrics:
@@ -356,6 +380,8 @@ _PAIR_RESULT_KEYS = ("baseline", "system", "delta", "delta_low", "delta_high", "
 def _pair_dict(pair: Pair) -> dict[str, Any]:
     return {"baseline": pair.baseline, "system": pair.system, "shared_items": pair.shared_items,
             "config_differences": {k: [a, b] for k, (a, b) in pair.config_differences.items()},
+            "option_differences": {score: {k: [a, b] for k, (a, b) in fields.items()}
+                                   for score, fields in pair.option_differences.items()},
             "metrics": {name: _pair_result_dict(r) for name, r in pair.metrics.items()}}
 
 
@@ -580,16 +606,31 @@ def _pair_result(r: _Reader) -> PairResult:
 
 
 def _pair(r: _Reader) -> Pair:
-    r = _checked(r, ("baseline", "system", "shared_items", "config_differences", "metrics"))
-    differences = {}
-    for key, values in r.obj("config_differences").items():
-        if not isinstance(values, list) or len(values) != 2:
-            raise ValueError(f"{r.where}.config_differences[{key!r}]: expected [baseline, system], got {values!r:.60}")
-        differences[key] = (values[0], values[1])
+    r = _checked(r, ("baseline", "system", "shared_items", "config_differences", "option_differences", "metrics"))
+    options = r.data.get("option_differences", {})     # files written before it existed have none
+    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
+        raise ValueError(f"{r.where}.option_differences: expected {{score: {{field: [baseline, system]}}}}, "
+                         f"got {options!r:.60}")
     metrics = r.sub("metrics")
     return Pair(baseline=r.text("baseline"), system=r.text("system"), shared_items=r.integer("shared_items"),
-                config_differences=differences,
-                metrics={name: _pair_result(metrics.sub(name)) for name in metrics.data})
+                config_differences=_two_sided(r.obj("config_differences"), f"{r.where}.config_differences"),
+                metrics={name: _pair_result(metrics.sub(name)) for name in metrics.data},
+                option_differences={score: _two_sided(fields, f"{r.where}.option_differences[{score!r}]")
+                                    for score, fields in options.items()})
+
+
+def _side_text(value: Any) -> str:
+    return "absent" if value is None else str(value)
+
+
+def _two_sided(data: dict[str, Any], where: str) -> dict[str, tuple[Any, Any]]:
+    """``{key: [baseline, system]}`` as ``{key: (baseline, system)}``."""
+    out = {}
+    for key, values in data.items():
+        if not isinstance(values, list) or len(values) != 2:
+            raise ValueError(f"{where}[{key!r}]: expected [baseline, system], got {values!r:.60}")
+        out[key] = (values[0], values[1])
+    return out
 
 
 def _failed_item(r: _Reader) -> FailedItem:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from opik_metrics.core.signature import Signature
+from opik_metrics.core.signature import Signature, rebuilt
 from opik_metrics.core.statistics import Formula, formula_path, mean_formula
 
 SCALES = ("linear", "log")
@@ -171,9 +171,9 @@ class MetricFacts:
 
 def _stored_signature(data: Mapping[str, Any]) -> Signature:
     """A signature as recorded (its text and fields), rebuilt without parsing the text."""
-    made = str.__new__(Signature, str(data.get("text", "")))
-    made.fields = dict(data.get("fields") or {})
-    return made
+    versions = data.get("versions")
+    return rebuilt(str(data.get("text", "")), dict(data.get("fields") or {}),
+                   [str(v) for v in versions] if isinstance(versions, list) else ())
 
 
 def corpus_facts(name: str, carrier: str, fields: Sequence[str], formula: Formula,

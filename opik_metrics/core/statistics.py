@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 Formula = Callable[..., float]
+#: ``check(rows, **options)``: the first item row (of a rows x fields array) whose statistics no
+#: real item can have, as (row index, the rule it breaks in words), or None when every row is valid.
+StatisticsCheck = Callable[..., Optional[tuple[int, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +68,17 @@ class UnknownFormula(ValueError):
     not imported (data never chooses the code that runs)."""
 
 
-def corpus_formula(function: Formula) -> Formula:
+def corpus_formula(function: Formula | None = None, *, check: StatisticsCheck | None = None) -> Any:
     """Mark ``function(values, **options) -> float`` as a corpus formula that stored facts may name,
-    and register it under its ``module:name``: a user's own formula is found once its module is imported."""
-    function.__corpus_formula__ = True  # type: ignore[attr-defined]
-    _REGISTERED[_path_of(function)] = function
-    return function
+    and register it under its ``module:name``: a user's own formula is found once its module is imported.
+    ``@corpus_formula(check=...)`` also states which item statistics are impossible (negative counts,
+    matches above their totals), so that a comparison refuses a damaged record instead of using it."""
+    def mark(formula: Formula) -> Formula:
+        formula.__corpus_formula__ = True  # type: ignore[attr-defined]
+        formula.__statistics_check__ = check  # type: ignore[attr-defined]
+        _REGISTERED[_path_of(formula)] = formula
+        return formula
+    return mark if function is None else mark(function)
 
 
 def _path_of(function: Formula) -> str:
@@ -104,7 +112,14 @@ def resolve_formula(path: str, experiment: str | None = None) -> Formula:
     return function
 
 
-@corpus_formula
+def _check_mean(rows: Any, *, field: int = 0) -> Optional[tuple[int, str]]:
+    """The item count is a count (the scores may be any number)."""
+    from opik_metrics.core.statistics_checks import first_violation, negative   # it imports this module
+
+    return first_violation(negative(rows, [-1], ["items"]))
+
+
+@corpus_formula(check=_check_mean)
 def mean_formula(values: Sequence[float], *, field: int = 0) -> float:
     """Mean of per-item scores: ``values`` ends with the item count."""
     count = values[-1]

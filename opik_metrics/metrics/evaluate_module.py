@@ -19,7 +19,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from opik_metrics.core import MetricInputError, ScoreFacts, Signature, require_batch, require_references, require_text
+from opik_metrics.core import (MetricInputError, ScoreFacts, Signature, package_version, require_batch, require_references,
+                               require_text)
 from opik_metrics.metric_kit.base import ReferenceInputs, ScoreResult, WholeSetMetric
 from opik_metrics.metric_kit.server_range import mark_unstorable
 from opik_metrics.neural.models.evaluate_loading import (EvaluateModuleNotAvailable, EvaluateScriptError,
@@ -162,7 +163,7 @@ class EvaluateMetric(ReferenceInputs, WholeSetMetric):
         fields = {"evaluate": self.module_name, "config": self.module.config_name,
                   "type": getattr(info, "module_type", "metric"), "hash": _source_hash(self.module),
                   "refs": "multi" if self.multi_reference else "single",
-                  "kwargs": dict(sorted(self.compute_kwargs.items())), "version": evaluate.__version__}
+                  "kwargs": dict(sorted(self.compute_kwargs.items())), "version": package_version("evaluate")}
         if getattr(info, "version", None):
             fields["module_version"] = str(info.version)
         return Signature(fields, {"hash": "hash:{:.12}"})

@@ -160,7 +160,7 @@ def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dic
             pair_metrics[metric["name"]] = (_missing_pair_metric(metric, base, system, missing[0]) if missing
                                             else _pair_metric(rng, metric, base, system, texts, shared))
         pairs.append({"baseline": base["name"], "system": system["name"], "shared_items": len(shared),
-                      "config_differences": {}, "metrics": pair_metrics})
+                      "config_differences": {}, "option_differences": {}, "metrics": pair_metrics})
 
     return {
         "schema": "opik-metrics/compare/2",

@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from opik_metrics.compare.gate.decision import GateRow, decide, decide_score
+from opik_metrics.compare.gate.decision import GateDataError, GateRow, decide, decide_score
 from opik_metrics.compare.gate.output import junit_xml, markdown_table
 
 
@@ -71,8 +71,8 @@ def test_untested_scores_pass_worse_but_fail_not_better_and_margins():
     assert worse.exit_line.endswith("untested, so not held against the change: bleu")
     assert worse.outcomes[1].p_adjusted is None        # not in the family: Holm over the one tested score
     assert worse.outcomes[0].p_adjusted == 0.5
-    not_better = decide([few], "not-better")
-    assert not not_better.passed and "add paired items" in not_better.outcomes[0].reason
+    not_better = decide([tested, few], "not-better")
+    assert not not_better.passed and "add paired items" in not_better.outcomes[1].reason
     margin = decide([tested, few], "worse", margins={"bleu": 0.01})
     assert not margin.passed and "untested" in margin.outcomes[1].reason
     no_p = decide([tested, _row(p=None, name="bleu")], "worse").outcomes[1]
@@ -80,12 +80,15 @@ def test_untested_scores_pass_worse_but_fail_not_better_and_margins():
     assert not decide([tested, _row(p=math.nan, name="bleu")], "worse").outcomes[1].tested
 
 
-def test_a_gate_that_tested_nothing_fails():
+def test_a_gate_that_tested_nothing_is_a_data_error_not_a_failure():
+    """Issue 48: nothing testable is a broken set-up (exit 2), never taken for a regression (exit 1)."""
     few = _row("bleu", p=0.01, n=3, no_verdict="only 3 paired items: a verdict needs at least 5")
-    result = decide([few, _row("rouge1_f1", p=None)], "worse")
-    assert not result.passed and all(not o.passed for o in result.outcomes)
-    assert result.exit_line == ("gate failed: no gated score could be tested (bleu, rouge1_f1); the gate has no "
-                                "evidence either way: add paired items")
+    for mode in ("worse", "not-better"):
+        with pytest.raises(GateDataError) as caught:
+            decide([few, _row("rouge1_f1", p=None)], mode)
+        assert str(caught.value) == ("no gated score could be tested (bleu, rouge1_f1): the gate has no evidence "
+                                     "either way; add paired items")
+    assert isinstance(caught.value, ValueError)
 
 
 # -- the family and the exit line ---------------------------------------------------------------------

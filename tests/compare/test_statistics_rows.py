@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from opik_metrics.compare.analysis import _stats_row, _statistics_rows
-from opik_metrics.compare.reading.records import ItemRecord
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.core.facts import CorpusFacts, ScoreFacts
 
 ROWS = [[1, 2, 3], [1.5, 2.0, 3], [0, 0, 0], [1, math.inf, 3], [1, math.nan, 3], [1, -math.inf, 3], [True, 2, 3],
@@ -31,8 +31,9 @@ def _items() -> list[ItemRecord]:
 
 def test_the_one_pass_keeps_and_refuses_exactly_what_the_one_row_test_does():
     corpus = CorpusFacts(score=ScoreFacts(name="corpus_bleu"), carrier="bleu", fields=("a", "b", "c"),
-                         formula="opik_metrics.text.bleu.formula:bleu_from_statistics")
+                         formula="opik_metrics.core.statistics:mean_formula")
     items = _items()
     expected = {item.key: row for item in items if (row := _stats_row(corpus, item)) is not None}
-    assert _statistics_rows(corpus, items) == expected
+    experiment = ExperimentRecords(name="e", source="test", dataset="d", status="completed", config={}, items=items)
+    assert _statistics_rows(corpus, items, experiment) == expected
     assert set(expected) == {"k0", "k1", "k2", "k13", "k16", "k17", "k18"}     # the check is not vacuous

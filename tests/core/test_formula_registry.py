@@ -37,8 +37,9 @@ def _marked_in_source() -> set[str]:
     for path in (ROOT / "opik_metrics").rglob("*.py"):
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "corpus_formula"
-                                                         for d in node.decorator_list):
+            if isinstance(node, ast.FunctionDef) and any(
+                    ast.unparse(d.func if isinstance(d, ast.Call) else d) == "corpus_formula"
+                    for d in node.decorator_list):      # @corpus_formula or @corpus_formula(check=...)
                 found.add(f"{module}:{node.name}")
     return found
 

@@ -36,23 +36,30 @@ Scores with no verdict (too few paired items, no p-value, no interval), "unteste
 - ``worse`` passes the untested score: the gate asks for evidence of a regression and there is none
   to hold against the change; failing would block every change to a small test set whatever it
   does. The outcome says "untested" and the exit line names it, so the pass is not silent. But when
-  no gated score at all could be tested the gate fails: a gate that tested nothing has no evidence
-  either way, and passing it would make a broken CI set-up (an empty or mismatched set) look green.
+  no gated score at all could be tested, ``decide`` raises ``GateDataError``: a gate that tested
+  nothing has no evidence either way, and that is a broken set-up (exit 2), not a regression (exit 1).
+  Over a comparison (``gating.gate_comparison``) every untested score is such a data error already.
 """
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 from opik_metrics.compare.statistics.corrections import adjust, correction_label
 from opik_metrics.compare.report.formatting import fmt_interval, fmt_num, fmt_p
 
-__all__ = ["MODES", "GateOutcome", "GateResult", "GateRow", "decide", "decide_score"]
+__all__ = ["MODES", "GateDataError", "GateOutcome", "GateResult", "GateRow", "decide", "decide_score"]
 
 #: The gate's modes, as ``--fail-on`` names them.
 MODES = ("worse", "not-better")
+
+
+class GateDataError(ValueError):
+    """What the gate was given cannot be judged (no gated score testable; in a comparison also a
+    score missing on one side, too few paired items, different options): a usage or data error,
+    exit 2, never taken for a regression (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -283,9 +290,9 @@ def decide(rows: Sequence[GateRow], mode: str = "worse", correction: str = "holm
                      alpha=alpha, mode=mode, margin=margins.get(row.name), correction=correction,
                      no_verdict=row.no_verdict)
         for k, row in enumerate(rows))
-    if not any(o.tested for o in outcomes):   # nothing tested: no evidence either way, fail closed
-        outcomes = tuple(replace(o, passed=False, reason=f"{o.reason}; no gated score could be tested, so the "
-                                 "gate fails") if o.passed else o for o in outcomes)
+    if not any(o.tested for o in outcomes):   # nothing tested: no evidence either way, a data error
+        raise GateDataError(f"no gated score could be tested ({', '.join(o.name for o in outcomes)}): the gate has "
+                            "no evidence either way; add paired items")
     passed = all(o.passed for o in outcomes)
     return GateResult(outcomes, mode, correction, alpha, passed, _exit_line(outcomes, mode, correction, sum(tested)))
 
@@ -294,9 +301,6 @@ def _exit_line(outcomes: Sequence[GateOutcome], mode: str, correction: str, fami
     """One sentence: the first failure and its statistics (and how many more), or why it passed."""
     failures = [o for o in outcomes if not o.passed]
     untested = [o.name for o in outcomes if not o.tested]
-    if not any(o.tested for o in outcomes):
-        return (f"gate failed: no gated score could be tested ({', '.join(untested)}); the gate has no "
-                "evidence either way: add paired items")
     if failures:
         first = failures[0]
         more = f" (and {len(failures) - 1} more: {', '.join(o.name for o in failures[1:])})" if len(failures) > 1 else ""

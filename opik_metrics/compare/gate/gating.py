@@ -1,14 +1,21 @@
 """The CI gate over a comparison: every gated score of each system against the baseline (the
 first experiment; the pairs of two systems are not gated) becomes a ``GateRow``, ``gate.decide`` judges them as one family (one correction for
 all of them), and each decision is written into its pair's entry of the comparison.
+
+What the gate cannot judge is a data error (``GateDataError``, a ValueError: exit 2), never a
+regression (exit 1): a gated score missing on one side, too few paired items for a verdict, and
+scores whose two sides were made with different options (a stemmer, a tokenizer, a model: the
+signature's fields other than package versions) unless ``allow_different_options``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from opik_metrics.compare.gate.decision import GateResult, GateRow, decide
-from opik_metrics.compare.model import Comparison, GateOutcome, Pair, Verdict
+from opik_metrics.compare.gate.decision import GateDataError, GateResult, GateRow, decide
+from opik_metrics.compare.model import Comparison, GateOutcome, Pair, PairResult, Verdict
+
+__all__ = ["GateDataError", "GatedComparison", "gate_comparison"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +47,26 @@ def _gated_scores(comparison: Comparison, scores: Sequence[str] | None) -> list[
     return list(dict.fromkeys(scores))
 
 
+def _untestable(comparison: Comparison, pair: Pair, score: str, entry: PairResult | None) -> str | None:
+    """Why the gate cannot judge ``score`` of ``pair`` (one side lacks it, too few paired items), or None."""
+    per = comparison.scores.get(score, {})
+    missing = [name for name in (pair.baseline, pair.system) if name not in per]
+    if missing:
+        return f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} no {score}"
+    if entry is None or entry.n == 0:
+        return f"no paired item has {score} in both {pair.baseline} and {pair.system}"
+    if entry.verdict is Verdict.NONE:
+        return f"{score} ({pair.system} vs {pair.baseline}): {entry.note or f'no verdict on {entry.n} paired item(s)'}"
+    return None
+
+
 def gate_comparison(comparison: Comparison, *, mode: str = "worse", correction: str = "holm",
-                    margins: Mapping[str, float] | None = None, scores: Sequence[str] | None = None) -> GatedComparison:
+                    margins: Mapping[str, float] | None = None, scores: Sequence[str] | None = None,
+                    allow_different_options: bool = False) -> GatedComparison:
     """Gate ``scores`` (default: every compared score) of every pair at the comparison's alpha.
-    ``margins`` maps a score to its non-inferiority margin (for every pair)."""
+    ``margins`` maps a score to its non-inferiority margin (for every pair). Raises ``GateDataError``
+    for what cannot be gated (module docstring); ``allow_different_options`` gates scores made with
+    different options all the same, and says so first among the comparison's notes."""
     margins = dict(margins or {})
     gated = _gated_scores(comparison, scores)
     stray = [name for name in margins if name not in gated]
@@ -54,23 +77,30 @@ def gate_comparison(comparison: Comparison, *, mode: str = "worse", correction: 
     judged = [k for k, pair in enumerate(comparison.pairs) if pair.baseline == baseline]
     if not judged:
         raise ValueError("the gate needs a baseline and at least one system to judge")
+    problems = [why for k in judged for score in gated
+                if (why := _untestable(comparison, comparison.pairs[k], score,
+                                       comparison.pairs[k].metrics.get(score))) is not None]
+    if problems:
+        raise GateDataError(f"cannot gate: {'; '.join(problems)} (a data error, not a regression: fix the inputs, "
+                            "or gate fewer scores with --metric)")
+    different = [(comparison.pairs[k], text) for k in judged
+                 if (text := comparison.pairs[k].options_text(gated))]
+    if different and not allow_different_options:
+        raise GateDataError("cannot gate scores made with different options: " + "; ".join(
+            f"{pair.system} vs {pair.baseline}: {text}" for pair, text in different)
+            + " (the difference would be the options', not the systems'; score both the same way, or pass "
+              "--allow-different-options to gate them anyway)")
     rows: list[GateRow] = []
     row_margins: dict[str, float] = {}
     where: dict[str, tuple[int, str]] = {}
     for k in judged:
         pair = comparison.pairs[k]
         for score in gated:
-            entry = pair.metrics.get(score)
-            if entry is None:
-                continue
+            entry = pair.metrics[score]          # every gated entry has a verdict (else refused above)
             name = _row_name(score, pair, len(judged))
-            no_verdict = None
-            if entry.verdict is Verdict.NONE:
-                no_verdict = entry.note or f"no verdict on {entry.n} paired item(s)"
             rows.append(GateRow(name=name, higher_is_better=comparison.metric(score).higher_is_better,
                                 base=entry.baseline_value, new=entry.system_value, delta=entry.delta,
-                                low=entry.delta_low, high=entry.delta_high, p_raw=entry.p_value, n=entry.n,
-                                no_verdict=no_verdict))
+                                low=entry.delta_low, high=entry.delta_high, p_raw=entry.p_value, n=entry.n))
             where[name] = (k, score)
             if score in margins:
                 row_margins[name] = margins[score]

@@ -33,6 +33,7 @@ def format_comparison(comparison: Comparison) -> str:
              f"{settings.resamples} bootstrap resamples, seed {settings.seed}, "
              f"{settings.confidence:.0%} intervals"
              + (f"; a verdict needs at least {minimum} paired items" if minimum else "")]
+    lines.extend(one_line(f"WARNING: {line}") for line in comparison.measurement_warnings())
     for pair in comparison.pairs:
         a, b = pair.baseline, pair.system
         lines.append("\n" + one_line(f"{b} vs {a} (baseline), {pair.shared_items} shared items"))

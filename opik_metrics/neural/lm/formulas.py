@@ -3,9 +3,10 @@ that a comparison can recompute corpus perplexity or KL without loading a model 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 from opik_metrics.core.statistics import corpus_formula
+from opik_metrics.core.statistics_checks import first_violation, negative
 
 PERPLEXITY_FIELDS = ("nll_sum", "n_tokens")
 KL_FIELDS = ("kl_sum", "n_tokens")
@@ -19,14 +20,25 @@ def safe_exp(x: float) -> float:
         return math.inf
 
 
-@corpus_formula
+def _check_tokens(rows: Any, **_: Any) -> Optional[tuple[int, str]]:
+    """The scored tokens are a count."""
+    return first_violation(negative(rows, [1], ["n_tokens"]))
+
+
+def _check_nll(rows: Any) -> Optional[tuple[int, str]]:
+    """A negative log-likelihood sum is at least 0 (every token's probability is at most 1)."""
+    return first_violation(negative(rows, [1], ["n_tokens"]),
+                           (rows[:, 0] < 0, "a negative log-likelihood sum below 0 (nll_sum is -log p, never below 0)"))
+
+
+@corpus_formula(check=_check_nll)
 def perplexity_from_statistics(values: Sequence[float]) -> float:
     """exp(total NLL / total tokens); 1.0 when no token is scored (an empty sum of log-likelihoods)."""
     nll_sum, n_tokens = values
     return safe_exp(nll_sum / n_tokens) if n_tokens else 1.0
 
 
-@corpus_formula
+@corpus_formula(check=_check_tokens)
 def kl_from_statistics(values: Sequence[float], *, reduction: str = "mean") -> float:
     """Token-weighted mean KL (or the total, ``reduction="sum"``); 0.0 when no token is scored."""
     kl_sum, n_tokens = values

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from functools import lru_cache
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from opik_metrics.text.bleu.formula import SMOOTH_DEFAULTS, BLEUFormula
 from opik_metrics.core.inputs import as_list, check_text, reference_list
@@ -17,6 +17,7 @@ from opik_metrics.text.bleu.signature import bleu_signature
 from opik_metrics.text.tokenizers.sacrebleu import TOKENIZER_NAMES, get_tokenizer, token_lister
 from opik_metrics.text.bleu.types import BLEUResult, BLEUStats
 from opik_metrics.core import Signature, corpus_formula
+from opik_metrics.core.statistics_checks import above, first_violation, negative
 
 __all__ = ["BLEUResult", "BLEUScorer", "BLEUStats", "SMOOTH_DEFAULTS", "TOKENIZER_NAMES", "bleu_from_statistics",
            "statistics_fields"]
@@ -180,7 +181,16 @@ def statistics_fields(max_ngram_order: int) -> tuple[str, ...]:
     return (*(f"correct_{n}" for n in orders), *(f"total_{n}" for n in orders), "sys_len", "ref_len")
 
 
-@corpus_formula
+def _check_bleu(rows: Any, *, max_ngram_order: int = 4, **_: Any) -> Optional[tuple[int, str]]:
+    """Every BLEU statistic is a count; an order's matches never exceed its n-grams."""
+    names = statistics_fields(max_ngram_order)
+    orders = range(max_ngram_order)
+    return first_violation(negative(rows, list(range(len(names))), names),
+                           above(rows, list(orders), [max_ngram_order + n for n in orders],
+                                 "more matching n-grams than n-grams (correct_n above total_n)"))
+
+
+@corpus_formula(check=_check_bleu)
 def bleu_from_statistics(values: Sequence[float], *, max_ngram_order: int = 4, smooth_method: str = "exp",
                          smooth_value: Optional[float] = None, effective_order: bool = False,
                          weights: Optional[Sequence[float]] = None) -> float:

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-import sacrebleu
 
 from opik_metrics.core import Signature
 
-from opik_metrics.core.versions import ours as package_version
+from opik_metrics.core.versions import ours as package_version, package_version as version_of
 from opik_metrics.text.bleu.formula import SMOOTH_DEFAULTS
 
 
@@ -30,7 +29,7 @@ def bleu_signature(
         smooth += f"[{(default if smooth_value is None else smooth_value):.2f}]"
     fields: dict = {} if nrefs is None else {"nrefs": str(nrefs)}
     fields.update({"case": "lc" if lowercase else "mixed", "eff": "yes" if effective_order else "no",
-                   "tok": tokenizer_signature, "smooth": smooth, "version": sacrebleu.__version__})
+                   "tok": tokenizer_signature, "smooth": smooth, "version": version_of("sacrebleu")})
     if max_ngram_order != 4:  # sacrebleu leaves the order out of its signature
         fields["order"] = str(max_ngram_order)
     if weights is not None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
-import sacrebleu
 
 from opik_metrics.core import Signature, corpus_formula
-from opik_metrics.core.versions import ours as package_version
+from opik_metrics.core.statistics_checks import above, first_violation, negative
+from opik_metrics.core.versions import ours as package_version, package_version as version_of
 from opik_metrics.text.chrf.formula import f_score, f_scores
 from opik_metrics.text.chrf.ngrams import match_counts, small_match_counts
 from opik_metrics.core.inputs import check_bool, check_text, corpus_lists, reference_list
@@ -214,7 +214,7 @@ def chrf_signature(nrefs, lowercase: bool, eps_smoothing: bool, char_order: int,
     fields: dict = {} if nrefs is None else {"nrefs": str(nrefs)}
     fields.update({"case": "lc" if lowercase else "mixed", "eff": "no" if eps_smoothing else "yes",
                    "nc": str(char_order), "nw": str(word_order), "space": "yes" if whitespace else "no",
-                   "version": sacrebleu.__version__})
+                   "version": version_of("sacrebleu")})
     if beta != 2:
         fields["beta"] = f"{beta:g}"
     fields["opik_metrics"] = package_version()
@@ -230,7 +230,16 @@ def statistics_fields(char_order: int = 6, word_order: int = 0) -> tuple[str, ..
     return tuple(names)
 
 
-@corpus_formula
+def _check_chrf(rows: Any, *, char_order: int = 6, word_order: int = 0, **_: Any) -> Optional[tuple[int, str]]:
+    """Every chrF statistic is a count; an order's matches never exceed its hypothesis or reference n-grams."""
+    names = statistics_fields(char_order, word_order)
+    hyp, ref, match = range(0, len(names), 3), range(1, len(names), 3), range(2, len(names), 3)
+    return first_violation(negative(rows, list(range(len(names))), names),
+                           above(rows, list(match), list(hyp), "more matching n-grams than hypothesis n-grams"),
+                           above(rows, list(match), list(ref), "more matching n-grams than reference n-grams"))
+
+
+@corpus_formula(check=_check_chrf)
 def chrf_from_statistics(values: Sequence[float], *, char_order: int = 6, word_order: int = 0, beta: float = 2,
                          eps_smoothing: bool = False) -> float:
     """Corpus chrF in [0, 1] of summed statistics (``statistics_fields`` order), as sacrebleu's

@@ -4,9 +4,10 @@ shorter), its 1e-15 / 1e-9 guards instead of smoothing; per item and from summed
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 from opik_metrics.core import corpus_formula
+from opik_metrics.core.statistics_checks import above, first_violation, negative
 
 TINY, SMALL = 1e-15, 1e-9   # pycocoevalcap's guards: 0 matches of 0 guesses gives ~1e-6, not 0/0
 
@@ -54,7 +55,16 @@ def bleu_values(stats: Sequence[float], n: int = 4) -> list[float]:
     return values
 
 
-@corpus_formula
+def check_coco_bleu(rows: Any, *, n: int = 4, **_: Any) -> Optional[tuple[int, str]]:
+    """pycocoevalcap's BLEU statistics (the first ``bleu_fields(n)`` columns) are counts, and an
+    order's matches never exceed its guesses."""
+    names = bleu_fields(n)
+    return first_violation(negative(rows, list(range(len(names))), names),
+                           above(rows, [2 + n + k for k in range(n)], [2 + k for k in range(n)],
+                                 "more matching n-grams than n-grams (correct_k above guess_k)"))
+
+
+@corpus_formula(check=check_coco_bleu)
 def coco_bleu_from_statistics(values: Sequence[float], *, order: int = 4, n: int = 4) -> float:
     """Corpus BLEU-``order`` from summed ``bleu_fields(n)`` statistics (more fields may follow)."""
     return bleu_values(values[:2 + 2 * n], n)[order - 1]

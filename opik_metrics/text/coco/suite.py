@@ -4,13 +4,15 @@ tokenisation, then each scorer; per item and as corpus values from summed statis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from opik_metrics.core import Signature, corpus_formula, mean_formula
+from opik_metrics.core.statistics_checks import first_violation, negative
 from opik_metrics.core.versions import ours as package_version
 from opik_metrics.text.cider import CiderD, DocumentFrequency
 from opik_metrics.text.tokenizers.captions import tokenize_all
-from opik_metrics.text.coco.bleu import bleu_fields, bleu_statistics, bleu_values, coco_bleu_from_statistics
+from opik_metrics.text.coco.bleu import (bleu_fields, bleu_statistics, bleu_values, check_coco_bleu,
+                                        coco_bleu_from_statistics)
 from opik_metrics.text.coco.rouge_l import coco_rouge_l
 from opik_metrics.text.meteor import MeteorScorer, MeteorSearchLimit, MeteorSegment
 from opik_metrics.text.meteor.corpus import FIELDS as METEOR_FIELDS, flat_statistics, meteor_from_statistics
@@ -33,7 +35,14 @@ class CocoItem:
     failure: str | None = None
 
 
-@corpus_formula
+def _check_coco(rows: Any, **_: Any) -> Optional[tuple[int, str]]:
+    """The BLEU part as pycocoevalcap's BLEU, METEOR's counts, and the item count."""
+    meteor = list(range(_METEOR_AT, _METEOR_AT + len(METEOR_FIELDS)))
+    return check_coco_bleu(rows) or first_violation(negative(rows, [*meteor, len(FIELDS) - 1],
+                                                             [*METEOR_FIELDS, "items"]))
+
+
+@corpus_formula(check=_check_coco)
 def coco_from_statistics(values: Sequence[float], *, key: str = "Bleu_4") -> float:
     """The corpus value under ``key`` from summed ``FIELDS`` statistics: BLEU from the summed
     counts (pycocoevalcap's corpus BLEU), METEOR from its summed statistics (the jar's final

@@ -2,9 +2,10 @@
 jar's corpus score from their sums."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 from opik_metrics.core import corpus_formula
+from opik_metrics.core.statistics_checks import first_violation, negative
 from opik_metrics.text.meteor.align import MODULES
 from opik_metrics.text.meteor.scorer import MeteorStatistics, score_statistics
 
@@ -26,7 +27,12 @@ def flat_statistics(s: MeteorStatistics) -> tuple[float, ...]:
     return tuple(float(v) for v in row)
 
 
-@corpus_formula
+def _check_meteor(rows: Any) -> Optional[tuple[int, str]]:
+    """METEOR's statistics are counts (lengths, matches per module, chunks)."""
+    return first_violation(negative(rows, list(range(len(FIELDS))), FIELDS))
+
+
+@corpus_formula(check=_check_meteor)
 def meteor_from_statistics(values: Sequence[float]) -> float:
     """The jar's final (corpus) score of summed ``flat_statistics`` rows."""
     if len(values) != len(FIELDS):

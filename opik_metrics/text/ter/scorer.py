@@ -7,13 +7,13 @@ search); the edit search is re-implemented for speed in ``ter.edits``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
-import sacrebleu
 from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
 
 from opik_metrics.core import Signature, corpus_formula
-from opik_metrics.core.versions import ours as package_version
+from opik_metrics.core.statistics_checks import first_violation, negative
+from opik_metrics.core.versions import ours as package_version, package_version as version_of
 from opik_metrics.core.inputs import check_bool, check_text, corpus_lists, reference_list
 from opik_metrics.text.ter.edits import translation_edit_rate
 
@@ -121,7 +121,7 @@ class TERScorer:
         fields: dict = {} if nrefs is None else {"nrefs": str(nrefs)}
         fields.update({"case": "mixed" if self.case_sensitive else "lc", "tok": self._tokenizer.signature(),
                        "norm": "yes" if self.normalized else "no", "punct": "no" if self.no_punct else "yes",
-                       "asian": "yes" if self.asian_support else "no", "version": sacrebleu.__version__,
+                       "asian": "yes" if self.asian_support else "no", "version": version_of("sacrebleu"),
                        "opik_metrics": package_version()})
         return Signature(fields)
 
@@ -130,7 +130,12 @@ class TERScorer:
                 f"asian_support={self.asian_support}, case_sensitive={self.case_sensitive})")
 
 
-@corpus_formula
+def _check_ter(rows: Any) -> Optional[tuple[int, str]]:
+    """TER's edits and reference length are counts."""
+    return first_violation(negative(rows, [0, 1], STATISTICS_FIELDS))
+
+
+@corpus_formula(check=_check_ter)
 def ter_from_statistics(values: Sequence[float]) -> float:
     """TER of summed statistics ``(num_edits, ref_length)``: edits / length; with no reference
     word, 1 when there are edits and 0 when not (sacrebleu's rule)."""
