@@ -3,6 +3,7 @@ file and line; the gate's assertion message is plain text; a single score name i
 server timeout is bounded. Each failed on the code before."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -94,3 +95,134 @@ def test_a_nan_score_is_blamed_on_the_metric_not_the_servers_range():
                                                         "metric the model's output was NaN")
     assert "Opik server stores" not in nan.reason
     assert inf.reason.startswith("inf is not a score an Opik server stores")
+
+
+# -- apples and oranges, data errors: exit 2, never 1 -------------------------------------------------------
+
+
+def _score(folder: Path, name: str, *options: str, metrics: tuple[str, ...] = ("rouge", "bleu"),
+           ids: set[str] | None = None) -> Path:
+    source = folder / f"{name}.jsonl"
+    lines = (EXAMPLES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    source.write_text("".join(line for line in lines if ids is None or json.loads(line)["id"] in ids),
+                      encoding="utf-8")
+    out = folder / f"{name}{''.join(o.strip('-') for o in options)}{len(metrics)}.scores.jsonl"
+    args = ["score", "-i", str(source), "-o", str(out), "--field", "output=caption", "--no-progress",
+            "--format", "json", *options]
+    for metric in metrics:
+        args += ["-m", metric]
+    assert main(args) == 0
+    return out
+
+
+def _edit(path: Path, target: Path, header=None, row=None) -> Path:
+    """A copy of a record file with its header (line 1) and/or one item row changed by hand."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    if header is not None:
+        header(lines[0]["opik_metrics.records"])
+    if row is not None:
+        row(lines)
+    target.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return target
+
+
+def _gate(capsys, *args: str) -> tuple[int, list[str], str]:
+    capsys.readouterr()
+    code = main(["compare", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.err.strip().splitlines(), captured.out
+
+
+def test_scores_made_with_different_options_are_refused_unless_allowed(scored, tmp_path, capsys):
+    """The candidate scored with --use-stemmer against a plain baseline: ROUGE's signature differs in
+    `stem`, so rouge1_f1 is refused by name with both values; --allow-different-options gates it and
+    the report says so first. BLEU made the same way on both sides is not refused."""
+    stemmed = _score(tmp_path, "candidate", "--use-stemmer")
+    code, err, _ = _gate(capsys, scored["baseline"], stemmed, "--fail-on", "worse")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("opik-metrics: error: cannot gate scores made with different options: ")
+    assert "rouge1_f1 (stem: no vs yes)" in err[0] and "--allow-different-options" in err[0]
+    assert "bleu (" not in err[0]
+    code, err, _ = _gate(capsys, scored["baseline"], stemmed, "--fail-on", "worse", "-m", "bleu")
+    assert code == 1 and err[-1].startswith("gate failed: bleu is significantly worse")      # same options: gated
+    code, err, out = _gate(capsys, scored["baseline"], stemmed, "--fail-on", "worse", "--allow-different-options",
+                           "--format", "markdown")
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("> **Warning:** ") and "rouge1_f1 (stem: no vs yes)" in first
+    assert first.endswith("GATED ANYWAY (--allow-different-options)")
+    with pytest.raises(ValueError, match=r"different options: .*rouge1_f1 \(stem: no vs yes\)"):
+        assert_no_regression(scored["baseline"], stemmed)
+    report = tmp_path / "report"
+    assert main(["compare", str(scored["baseline"]), str(stemmed), "-o", str(report)]) == 0
+    page = (report / "index.html").read_text(encoding="utf-8")
+    assert page.index("Different measurements") < page.index("id=\"summary\"")
+
+
+def test_bleu_scored_lowercased_is_a_different_measurement(scored, tmp_path):
+    lowered = _score(tmp_path, "candidate", "--lowercase", metrics=("bleu",))
+    with pytest.raises(ValueError, match=r"bleu \(case: mixed vs lc\)"):
+        assert_no_regression(scored["baseline"], lowered, scores="bleu")
+
+
+def test_a_newer_package_version_alone_is_noted_not_refused(scored, tmp_path):
+    def newer(header):
+        for facts in header["metrics"].values():
+            facts["signature"]["fields"]["version"] = "99.0.0"
+    edited = _edit(scored["candidate"], tmp_path / "newer.jsonl", header=newer)
+    with pytest.raises(AssertionError):                       # gated: the real regression is found
+        assert_no_regression(scored["baseline"], edited)
+    from opik_metrics.compare.analysis import CompareSettings, compare_experiments
+    from opik_metrics.compare.reading.sources import load_compared
+
+    experiments, _ = load_compared([str(scored["baseline"]), str(edited)])
+    notes = compare_experiments(experiments, CompareSettings(resamples=50)).notes
+    versions = [note for note in notes if "different package versions" in note]
+    assert len(versions) == 1 and "(version: " in versions[0] and " vs 99.0.0)" in versions[0]
+    assert not any("different options" in note for note in notes)
+
+
+def test_a_gated_score_missing_on_one_side_is_a_data_error(scored, tmp_path, capsys):
+    rouge_only = _score(tmp_path, "candidate", metrics=("rouge",))
+    for extra in ([], ["-m", "bleu"]):
+        code, err, _ = _gate(capsys, scored["baseline"], rouge_only, "--fail-on", "worse", *extra)
+        assert code == 2 and len(err) == 1
+        assert err[0].startswith("opik-metrics: error: cannot gate: ") and f"{rouge_only} has no bleu" in err[0]
+    with pytest.raises(ValueError, match=r"has no bleu"):
+        assert_no_regression(scored["baseline"], rouge_only)
+
+
+def test_too_few_paired_items_is_a_data_error_not_a_regression(tmp_path, capsys):
+    three = {"img-005", "img-035", "img-013"}
+    base = _score(tmp_path, "baseline", metrics=("rouge",), ids=three)
+    new = _score(tmp_path, "candidate", metrics=("rouge",), ids=three)
+    for mode in ("worse", "not-better"):
+        code, err, _ = _gate(capsys, base, new, "--fail-on", mode, "-m", "rouge1_f1")
+        assert code == 2 and len(err) == 1
+        assert "only 3 paired items" in err[0] and "a data error, not a regression" in err[0]
+
+
+def test_experiments_disagreeing_on_a_direction_are_a_data_error(scored, tmp_path, capsys):
+    def flipped(header):
+        for score in header["metrics"]["rouge"]["scores"]:
+            if score["name"] == "rouge1_f1":
+                score["higher_is_better"] = False
+    edited = _edit(scored["candidate"], tmp_path / "flipped.jsonl", header=flipped)
+    code, err, _ = _gate(capsys, scored["baseline"], edited, "--fail-on", "worse", "-m", "rouge1_f1")
+    assert code == 2 and len(err) == 1
+    assert (f"{scored['baseline']} and {edited} disagree on the direction of rouge1_f1: higher is better in "
+            f"{scored['baseline']}, lower is better in {edited}") in err[0]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda s: s.__setitem__(4, -3.0), "total_1 is -3, a count below 0"),
+    (lambda s: s.__setitem__(0, s[4] + 5), "more matching n-grams than n-grams (correct_n above total_n)"),
+])
+def test_impossible_bleu_statistics_are_a_data_error_naming_the_item(scored, tmp_path, capsys, change, words):
+    def damaged(lines):
+        change(lines[5]["statistics.bleu"])
+    edited = _edit(scored["candidate"], tmp_path / "damaged.jsonl", row=damaged)
+    item = json.loads(edited.read_text(encoding="utf-8").splitlines()[5])["id"]
+    code, err, _ = _gate(capsys, scored["baseline"], edited, "--fail-on", "worse", "-m", "corpus_bleu")
+    assert code == 2 and len(err) == 1
+    assert f"{edited}: item {item}: the statistics of bleu (for corpus_bleu) cannot come from any item: {words}" in err[0]
