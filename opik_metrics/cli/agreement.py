@@ -51,12 +51,16 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMAND = "agreement"
+HELP = "which metric agrees with human ratings: Kendall, Spearman, Pearson with intervals"
+
+
 def register(subparsers: Any) -> None:
     """Add ``agreement`` to the ``add_subparsers()`` object of the main parser."""
     from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser = subparsers.add_parser(
-        "agreement", help="which metric agrees with human ratings: Kendall, Spearman, Pearson with intervals",
+        "agreement", help=HELP,
         description="Correlate each automatic score of an experiment with a human score on the items both have: "
                     "Kendall's tau-c and tau-b (the CLIPScore paper reports tau-c on Flickr8K-Expert, tau-b on Flickr8K-CF), Spearman and Pearson, each with a "
                     "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "

@@ -126,10 +126,14 @@ def cmd_caption(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMAND = "caption"
+HELP = "caption Conceptual Captions images with BLIP and score them as an experiment"
+
+
 def register(subparsers: Any) -> None:
     """Add ``caption`` to the main parser's sub-commands."""
     parser = subparsers.add_parser(
-        "caption", help="caption Conceptual Captions images with BLIP and score them as an experiment",
+        "caption", help=HELP,
         description="BLIP captioning on Conceptual Captions, scored and tracked: on an Opik server when "
                     "one is configured, else in the local store (resumable).")
     add_caption_arguments(parser)

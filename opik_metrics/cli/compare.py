@@ -206,10 +206,14 @@ def write_report_to(comparison: Any, folder: str) -> Any:
     return files
 
 
+COMMAND = "compare"
+HELP = "compare experiments: bootstrap intervals, paired significance, an HTML report"
+
+
 def register(subparsers: Any) -> None:
     """Add ``compare`` to the ``add_subparsers()`` object of the main parser."""
     parser = subparsers.add_parser(
-        "compare", help="compare experiments: bootstrap intervals, paired significance, an HTML report",
+        "compare", help=HELP,
         description="Compare experiments item by item, from the local store, an Opik server or record files "
                     "(`score --input ... --output` FILE.jsonl / FILE.parquet, paired by id): per-score "
                     "means with seeded bootstrap confidence intervals, paired bootstrap significance on "

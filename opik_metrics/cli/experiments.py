@@ -249,9 +249,13 @@ def cmd_push(args: argparse.Namespace) -> int:
                 f"`{_push_command(args, path)}` to send only what is missing", PUSH_INCOMPLETE)
 
 
+COMMAND = "experiments"
+HELP = "list, show, rescore or push experiments in the local store"
+
+
 def register(subparsers: Any) -> None:
     """Add ``experiments list|show|rescore|push`` to the main parser's sub-commands."""
-    experiments = subparsers.add_parser("experiments", help="list, show, rescore or push experiments in the local store")
+    experiments = subparsers.add_parser("experiments", help=HELP)
     sub = experiments.add_subparsers(dest="experiments_command", required=True)
     listing = sub.add_parser("list", help="every stored experiment with its mean scores")
     add_store_argument(listing)

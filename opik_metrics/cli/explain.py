@@ -49,9 +49,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMAND = "explain"
+HELP = "BERTScore of one pair, with its token similarity heatmap as a PNG"
+
+
 def register(sub: Any) -> None:
     """Add ``explain`` to the main parser's sub-commands."""
-    explain = sub.add_parser("explain", help="BERTScore of one pair, with its token similarity heatmap as a PNG")
+    explain = sub.add_parser("explain", help=HELP)
     explain.add_argument("--candidate", "-c", "--output", dest="output", required=True,
                          help="the candidate text (the system's output)")
     explain.add_argument("--reference", "-r", required=True, help="the reference text")

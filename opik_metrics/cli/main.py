@@ -11,14 +11,28 @@ from opik_metrics.cli.errors import (CLIError, check_arguments, fail, parse_argu
                                      run_command)
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = (score, explain, caption, experiments, compare, agreement)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with ``command``'s own sub-parser built whole and every other command listed by its
+    name and help line only: a command reads the metric catalog (and loads plugins, whose import may
+    be slow or broken) only when its own arguments come from it (``score``, ``experiments rescore``)."""
     parser = argparse.ArgumentParser(
         prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
         "(with or without an Opik server). `opik-metrics COMMAND --help` tells more.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (score, explain, caption, experiments, compare, agreement):
-        command.register(sub)
+    for module in COMMANDS:
+        if module.COMMAND == command:
+            module.register(sub)
+        else:
+            sub.add_parser(module.COMMAND, help=module.HELP)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word), or None (``--help`` alone, or nothing)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_arguments(argv)
     except CLIError as exc:
         return fail(str(exc))
-    with plugin_warnings_in_one_line():     # the catalog, plugins and all, is read as the parser is built
-        parser = build_parser()
+    with plugin_warnings_in_one_line():     # a command's catalog, plugins and all, is read as its parser is built
+        parser = build_parser(command_of(argv))
     args = parse_arguments(parser, argv)
     return run_command(args.func, args)
 

@@ -117,10 +117,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMAND = "score"
+HELP = "score records (JSONL, CSV, Parquet) or a predictions file against reference files"
+
+
 def register(sub: Any) -> None:
     """Add ``score`` to the main parser's sub-commands."""
     score = sub.add_parser(
-        "score", help="score records (JSONL, CSV, Parquet) or a predictions file against reference files",
+        "score", help=HELP,
         description="Score system outputs against references with the chosen metrics (default: ROUGE and "
                     "BLEU) and print each score's mean over items and its corpus value; --items adds one row "
                     "per item. Give records (--input, one output row per record with --output, resumable) or "

@@ -4,6 +4,9 @@ server timeout is bounded. Each failed on the code before."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import shutil
 from pathlib import Path
 
@@ -226,3 +229,40 @@ def test_impossible_bleu_statistics_are_a_data_error_naming_the_item(scored, tmp
     code, err, _ = _gate(capsys, scored["baseline"], edited, "--fail-on", "worse", "-m", "corpus_bleu")
     assert code == 2 and len(err) == 1
     assert f"{edited}: item {item}: the statistics of bleu (for corpus_bleu) cannot come from any item: {words}" in err[0]
+
+
+# -- plugins load only for the commands whose arguments come from the catalog -------------------------------
+
+
+@pytest.fixture()
+def marking_plugin(tmp_path) -> tuple[dict, Path]:
+    """An installed plugin (a dist-info with an entry point on PYTHONPATH) whose import leaves a mark."""
+    site = tmp_path / "site"
+    (site / "marking_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "marking_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: marking-plugin\nVersion: 1.0\n", encoding="utf-8")
+    (site / "marking_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[opik_metrics.metrics]\nmarking = marking_plugin:Metric\n", encoding="utf-8")
+    mark = tmp_path / "imported"
+    (site / "marking_plugin.py").write_text(
+        f"open({str(mark)!r}, 'a').write('imported\\n')\nprint('a plugin printing on import')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    return env, mark
+
+
+def _cli(env: dict, *args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "opik_metrics", *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_plugins_are_not_loaded_by_compare_the_gate_or_other_commands_help(scored, marking_plugin):
+    env, mark = marking_plugin
+    for args in (["compare", scored["baseline"], scored["candidate"], "--fail-on", "worse"], ["--help"],
+                 ["compare", "--help"], ["agreement", "--help"]):
+        done = _cli(env, *args)
+        assert done.returncode == (1 if "--fail-on" in args else 0), done.stderr
+        assert not mark.exists(), f"{args} imported the plugin"
+        assert "a plugin printing on import" not in done.stdout + done.stderr
+    done = _cli(env, "score", "--help")                   # its options come from the catalog: the plugin loads
+    assert done.returncode == 0 and mark.exists()
+    assert "a plugin printing on import" not in done.stdout          # and prints to stderr only

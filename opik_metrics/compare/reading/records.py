@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from opik_metrics.core import CorpusFacts, MetricFacts, read_recorded_facts, resolve_formula
+from opik_metrics.core import CorpusFacts, MetricFacts, UnknownFormula, read_recorded_facts, resolve_formula
 
 
 @dataclass
@@ -96,7 +96,15 @@ def recorded_facts(config: Any) -> dict[str, MetricFacts]:
 
 def check_formulas(experiment: str, config: Any) -> None:
     """Resolve every corpus formula the config's facts name (the pack's own modules load lazily);
+    a name that is not among them loads the installed metric plugins once (a plugin's formula
+    registers itself as its module is imported: plugins load only when a comparison needs one), and
     any other name raises ``UnknownFormula`` naming ``experiment``, before anything is imported."""
     for facts in recorded_facts(config).values():
         for corpus in facts.corpora:
-            resolve_formula(corpus.formula, experiment)
+            try:
+                resolve_formula(corpus.formula, experiment)
+            except UnknownFormula:
+                from opik_metrics.metrics.catalog import discover
+
+                discover()
+                resolve_formula(corpus.formula, experiment)
