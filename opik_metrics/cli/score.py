@@ -145,7 +145,8 @@ def register(sub: Any) -> None:
                    help="the column holding each record's id, unique, what pairs records across runs (default: "
                    "id when the input has it; '' for none); written to --output as text")
     g.add_argument("--keep", action="append", metavar="COLUMN",
-                   help="copy this column of each record to --output, as text (repeatable)")
+                   help="copy this column of each record to --output (repeatable): numbers and booleans as they "
+                        "are when every record's value is one, anything else as text")
     g.add_argument("--overwrite", action="store_true", help="start --output over instead of resuming it")
     g.add_argument("--chunk-size", type=int, default=1024, help="records scored at a time (default 1024)")
     g.add_argument("--engine", choices=["local", "ray"], default="local",

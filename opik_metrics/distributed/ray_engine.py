@@ -59,8 +59,8 @@ class _RefScorer:
         self.source = source
         self.chunk_size = chunk_size
         facts = [facts_of(m) for m in self.scorer.metrics]
-        self.text = fields.carried
-        self.columns = columns(facts, self.text)
+        self.text = fields.carried_types()
+        self.columns = columns(facts, fields.carried)
         self.facts = {FACTS_KEY: pickle.dumps(facts)} if _loads_model(factory) else None
 
     def __call__(self, batch: dict) -> Any:

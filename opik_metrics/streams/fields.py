@@ -4,6 +4,7 @@ output as they are: the record's id (what pairs records across runs) and columns
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -33,23 +34,33 @@ class FieldMap:
 
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     id_field: str | None = None          # None: ``id`` when the input has it; "": no id
-    keep: tuple[str, ...] = ()           # columns copied to the output as text
+    keep: tuple[str, ...] = ()           # columns copied to the output
+    kept_types: Mapping[str, str] = field(default_factory=dict)   # kept column -> integer|number|boolean (else text)
 
     @property
     def carried(self) -> list[str]:
         """The output columns taken from the record as they are: its id, then the kept ones."""
         return [*([self.id_field] if self.id_field else []), *self.keep]
 
-    def carry(self, record: Mapping[str, Any]) -> dict[str, str | None]:
-        """The id and kept values of one record, as text (None where the record lacks one); the id
+    def carry(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The id and kept values of one record (None where the record lacks one): the id as text, a
+        kept column of numbers or booleans as they are (``kept_types``), any other as text. The id
         is checked before a run (``streams.ids``), so here a missing one is only None."""
-        out: dict[str, str | None] = {}
+        out: dict[str, Any] = {}
         if self.id_field:
             value = record.get(self.id_field)
             out[self.id_field] = id_text(value) if _usable_id(value) else None
         for name in self.keep:
-            out[name] = kept_text(record.get(name))
+            value, kind = record.get(name), self.kept_types.get(name)
+            if kind is None or value is None:
+                out[name] = kept_text(value)
+            else:             # every record's value was checked to be of the column's kind (``streams.ids``)
+                out[name] = float(value) if kind == "number" else value
         return out
+
+    def carried_types(self) -> dict[str, str]:
+        """Each carried column's type in the output: the id text, a kept column its ``kept_types`` kind or text."""
+        return {name: self.kept_types.get(name, "text") for name in self.carried}
 
     def column(self, name: str) -> tuple[str, ...]:
         return self.columns.get(name, (name,))
@@ -78,6 +89,31 @@ def id_text(value: Any) -> str:
     """A record's id as the output writes it: text as it is, an integer in decimal (so that ids
     read from JSON, CSV and Parquet pair up)."""
     return printable(value) if isinstance(value, str) else str(value)
+
+
+def value_kind(value: Any) -> str | None:
+    """A kept value's kind: integer, number (a finite float), boolean or text (anything else); None for None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float) and math.isfinite(value):
+        return "number"
+    return "text"
+
+
+def column_kind(kinds: set[str]) -> str:
+    """The kind of a kept column whose values have ``kinds``: one kind, or number for integers and
+    numbers mixed; text otherwise (each value then as its JSON text, one type per column in every format)."""
+    if kinds <= {"integer"} and kinds:
+        return "integer"
+    if kinds <= {"integer", "number"} and kinds:
+        return "number"
+    if kinds == {"boolean"}:
+        return "boolean"
+    return "text"
 
 
 def kept_text(value: Any) -> str | None:

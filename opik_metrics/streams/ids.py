@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from opik_metrics.streams.fields import FieldError, FieldMap, id_text
+from opik_metrics.streams.fields import FieldError, FieldMap, column_kind, id_text, value_kind
 from opik_metrics.streams.sources import BadRecord, CsvSource, ParquetSource, Source
 
 DEFAULT_ID = "id"
@@ -43,18 +43,20 @@ def _first_columns(source: Source) -> list[str]:
     return []
 
 
-def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> int:
+def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> FieldMap:
     """Read every record's id and kept columns once, before scoring: FieldError naming the record
     whose id is missing, empty or neither text nor an integer, the id two records share, or a
     kept column no record has. Unreadable records are left to the run (their rows say why, with
-    no id). Returns how many ids were checked."""
+    no id). Returns ``fields`` with the type of each kept column (``kept_types``): numbers stay
+    numbers in the output when every record's value is one."""
     if not fields.id_field and not fields.keep:
-        return 0
+        return fields
     wanted = fields.carried
     if isinstance(source, ParquetSource):          # only the columns checked are read
         source = ParquetSource(source.path, columns=wanted)
     seen: dict[str, int] = {}
     kept_seen: set[str] = set()
+    kinds: dict[str, set[str]] = {c: set() for c in fields.keep}
     name = fields.id_field
     for chunk in source.chunks(chunk_size):
         for k, record in enumerate(chunk.records):
@@ -62,6 +64,10 @@ def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> i
                 continue
             index = chunk.first + k
             kept_seen.update(c for c in fields.keep if c in record)
+            for column in fields.keep:
+                kind = value_kind(record.get(column))
+                if kind is not None:
+                    kinds[column].add(kind)
             if not name:
                 continue
             key = _id_of(record, name, source, index)
@@ -75,7 +81,8 @@ def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> i
     missing = [c for c in fields.keep if c not in kept_seen]
     if missing:
         raise FieldError(f"--keep {missing[0]}: no record of {source.path} has a column {missing[0]!r}")
-    return len(seen)
+    typed = {column: kind for column, found in kinds.items() if (kind := column_kind(found)) != "text"}
+    return replace(fields, kept_types=typed)
 
 
 def _id_of(record: dict, name: str, source: Source, index: int) -> str:

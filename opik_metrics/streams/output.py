@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence, Union
 
 from opik_metrics.core import MetricFacts
 from opik_metrics.core.extras import require_extra
@@ -22,6 +22,8 @@ RECORD_TMP_SUFFIX = RECORD_SUFFIX + ".tmp"       # the longest name written besi
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 METADATA_KEY = "opik_metrics.records"      # Parquet metadata key, and the one key of a JSONL header line
 RECORDS_SCHEMA = "opik-metrics/records/1"
+#: The columns carried from the records: their names (all text), or {name: text|integer|number|boolean}.
+Carried = Union[Sequence[str], Mapping[str, str]]
 
 
 class OutputError(ValueError):
@@ -56,13 +58,15 @@ def columns(facts: Sequence[MetricFacts], carried: Sequence[str] = ()) -> list[s
 
 
 def records_metadata(facts: Sequence[MetricFacts], id_field: str, keep: Sequence[str], fields: dict,
-                     input_path: str) -> dict[str, Any]:
+                     input_path: str, kept_types: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What a record file says of itself: its schema, the id column ("" when none), the kept
-    columns, the input columns read, and each metric's facts (signature included) as an
-    experiment's config records them, so that a comparison reads it as it reads a stored run."""
+    columns and the type of those that are not text, the input columns read, and each metric's
+    facts (signature included) as an experiment's config records them, so that a comparison reads
+    it as it reads a stored run."""
     from opik_metrics.experiments.experiment_config import package_versions
 
-    return {"schema": RECORDS_SCHEMA, "id_field": id_field, "keep": list(keep), "fields": fields,
+    return {"schema": RECORDS_SCHEMA, "id_field": id_field, "keep": list(keep), "kept_types": dict(kept_types or {}),
+            "fields": fields,
             "input": os.path.basename(input_path),
             "metrics": {f.metric: f.as_dict() for f in facts},
             "signatures": {f.metric: str(f.signature) for f in facts if f.signature is not None},
@@ -88,7 +92,7 @@ class RunOutput:
         self.record = Path(f"{path}{RECORD_SUFFIX}")
         self.run: dict[str, Any] | None = None
         self.columns: list[str] | None = None
-        self.text: list[str] = []          # columns of text carried from the records
+        self.text: Carried = []            # the columns carried from the records (and their kinds)
         self.overwrite = overwrite
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self._buffer: list[Any] = []      # batches: lists of row dicts, or Arrow tables
@@ -114,13 +118,13 @@ class RunOutput:
         """Whether this run starts from the first record: ``overwrite``, or nothing kept here."""
         return self.overwrite or not (self.path.exists() or self.record.exists() or self.parts.exists())
 
-    def bind(self, run: dict[str, Any], columns: Sequence[str] | None, text: Sequence[str] = ()) -> None:
+    def bind(self, run: dict[str, Any], columns: Sequence[str] | None, text: Carried = ()) -> None:
         """Name the run and its columns once known (``text``: those carried from the records).
         With ``overwrite`` the earlier output goes now (not before: a run that fails to start
         keeps it); else kept parts of a different run, or a file opik-metrics did not write, are
         refused (OutputError)."""
         self.run, self.columns = run, list(columns) if columns is not None else None
-        self.text = list(text)
+        self.text = dict(text) if isinstance(text, Mapping) else list(text)
         if self.overwrite:
             self.discard()
         self._check_same_run()
@@ -293,7 +297,7 @@ class RunOutput:
 
 
 def write_rows(path: Path, fmt: str, cols: list[str], batches: Iterator[Any], *,
-               metadata: dict[str, Any] | None = None, text: Sequence[str] = ()) -> None:
+               metadata: dict[str, Any] | None = None, text: Carried = ()) -> None:
     """Batches (tables or lists of row dicts) as a record file of format ``fmt`` ("jsonl" or
     "parquet") in columns ``cols``, with ``metadata`` (a JSON Lines file's first line, or Parquet
     key-value metadata); ``text``: the columns carried from the records."""
@@ -309,7 +313,7 @@ def write_rows(path: Path, fmt: str, cols: list[str], batches: Iterator[Any], *,
 
 
 def _write_parquet(path: Path, cols: list[str], batches: Iterator[Any], group: int = 65536, *,
-                   metadata: dict[str, Any] | None = None, text: Sequence[str] = ()) -> None:
+                   metadata: dict[str, Any] | None = None, text: Carried = ()) -> None:
     """Batches (tables or lists of row dicts) as one Parquet file in row groups of ``group`` rows,
     ``metadata`` (JSON) under ``METADATA_KEY`` in its key-value metadata."""
     import pyarrow as pa
@@ -348,7 +352,7 @@ def arrow_available() -> bool:
     return _arrow() is not None
 
 
-def rows_table(cols: Sequence[str], rows: Sequence[dict], text: Sequence[str] = ()) -> Any:
+def rows_table(cols: Sequence[str], rows: Sequence[dict], text: Carried = ()) -> Any:
     """Rows as an Arrow table of the output's columns (a missing score is null; ``text``: the
     columns carried from the records)."""
     pa = _arrow()
@@ -384,7 +388,7 @@ def last_index(batch: Any) -> int:
     return batch.column("index")[-1].as_py() if is_table(batch) else batch[-1]["index"]
 
 
-def _as_table(cols: Sequence[str], batch: Any, text: Sequence[str] = ()) -> Any:
+def _as_table(cols: Sequence[str], batch: Any, text: Carried = ()) -> Any:
     """A batch as a table of exactly the output's columns and types."""
     if not is_table(batch):
         return rows_table(cols, batch, text)
@@ -392,7 +396,7 @@ def _as_table(cols: Sequence[str], batch: Any, text: Sequence[str] = ()) -> Any:
     return batch if batch.schema.equals(schema) else batch.select(list(cols)).cast(schema)
 
 
-def _write_arrow_part(path: Path, cols: Sequence[str], batches: Sequence[Any], text: Sequence[str] = ()) -> None:
+def _write_arrow_part(path: Path, cols: Sequence[str], batches: Sequence[Any], text: Carried = ()) -> None:
     """Batches (row dicts or tables) as one Arrow IPC file, written whole and renamed into place."""
     pa = _arrow()
     tables = [_as_table(cols, batch, text) for batch in batches]
@@ -457,12 +461,15 @@ def _read_arrow_table(path: Path) -> Any:
         return pa.ipc.open_file(source).read_all()
 
 
-def arrow_schema(cols: Sequence[str], text: Sequence[str] = ()) -> Any:
-    """The Arrow types of output columns: index int64, reason and the ``text`` columns (carried
-    from the records) string, statistics lists, scores float64."""
+def arrow_schema(cols: Sequence[str], text: Carried = ()) -> Any:
+    """The Arrow types of output columns: index int64, reason string, the columns carried from the
+    records (``text``: names, all text, or {name: text|integer|number|boolean}) as their kind,
+    statistics lists, scores float64."""
     import pyarrow as pa
 
-    types = {"index": pa.int64(), "reason": pa.string(), **{name: pa.string() for name in text}}
+    kinds = text if isinstance(text, Mapping) else dict.fromkeys(text, "text")
+    carried = {"text": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
+    types = {"index": pa.int64(), "reason": pa.string(), **{name: carried[kind] for name, kind in kinds.items()}}
     return pa.schema([(c, types.get(c, pa.list_(pa.float64()) if c.startswith("statistics.") else pa.float64()))
                       for c in cols])
 

@@ -42,7 +42,7 @@ def _start(factory: MetricFactory, source: Source, fields: FieldMap, chunk_size:
 
     scorer = ChunkScorer(factory(), fields)
     cols = columns([facts_of(m) for m in scorer.metrics], fields.carried) if arrow_available() else None
-    _worker.update(scorer=scorer, source=source, chunk_size=chunk_size, columns=cols, text=fields.carried)
+    _worker.update(scorer=scorer, source=source, chunk_size=chunk_size, columns=cols, text=fields.carried_types())
 
 
 def _score(ref: ChunkRef) -> Any:

@@ -96,6 +96,13 @@ def rescore_records(path: str | os.PathLike, metrics: Sequence[Any], *, input_pa
                         resumed_from=result.resumed_from, unscored_reasons=result.unscored_reasons)
 
 
+def _kept_types(metadata: dict[str, Any]) -> dict[str, str]:
+    """The kept columns the file records as numbers or booleans (files made before types were kept: none)."""
+    found = metadata.get("kept_types")
+    kinds = {"integer", "number", "boolean", "text"}
+    return {str(k): v for k, v in found.items() if v in kinds} if isinstance(found, dict) else {}
+
+
 def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], recorded: dict[str, MetricFacts],
          run: dict[str, Any] | None, source: Any, fields: FieldMap, carried: list[str], replace: bool,
          chunk_size: int, progress: bool) -> tuple[Any, list[str]]:
@@ -132,7 +139,7 @@ def _add(path: str, fmt: str, metrics: list[Any], metadata: dict[str, Any], reco
     try:
         write_rows(tmp, fmt, cols, _joined(path, side, fields.id_field or "", source_path, gone,
                                            _part_starts(list(recorded.values())), whole),
-                   metadata=meta, text=carried)
+                   metadata=meta, text={**dict.fromkeys(carried, "text"), **_kept_types(metadata)})
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -156,7 +156,7 @@ class StreamRun:
         try:
             if self.output is not None:        # an output file pairs by id: ``id`` unless told otherwise
                 self.fields = with_default_id(self.source, self.fields)
-            check_records(self.source, self.fields, self.chunk_size)   # before any scoring
+            self.fields = check_records(self.source, self.fields, self.chunk_size)   # before any scoring
             return self._execute(out)
         finally:
             if out is not None:
@@ -185,7 +185,7 @@ class StreamRun:
                         aggregator.add(row)
                     rows.extend(batch)
                 return self._result(aggregator, signatures, rows=rows)
-            out.bind(self.run_key(signatures), columns(facts, self.fields.carried), self.fields.carried)
+            out.bind(self.run_key(signatures), columns(facts, self.fields.carried), self.fields.carried_types())
             return self._write(out, facts, signatures, aggregator, scored if early else None)
         finally:
             if stream is not None:
@@ -214,7 +214,8 @@ class StreamRun:
                 scored.close()     # a stream started here (one started earlier: its caller closes it)
 
         out.merge(facts, aggregator, records_metadata(facts, self.fields.id_field or "", self.fields.keep,
-                                                      self.fields.as_dict(), self.source.path))
+                                                      self.fields.as_dict(), self.source.path,
+                                                      kept_types=self.fields.kept_types))
         result = self._result(aggregator, signatures, resumed_from=done, output=self.output)
         out.finish({"aggregate": result.aggregate, "counts": result.counts, "items": result.items,
                     "unscored": result.unscored, "signatures": signatures, "opik_metrics": ours()})

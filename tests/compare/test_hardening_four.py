@@ -266,3 +266,48 @@ def test_plugins_are_not_loaded_by_compare_the_gate_or_other_commands_help(score
     done = _cli(env, "score", "--help")                   # its options come from the catalog: the plugin loads
     assert done.returncode == 0 and mark.exists()
     assert "a plugin printing on import" not in done.stdout          # and prints to stderr only
+
+
+# -- kept columns keep their type ---------------------------------------------------------------------------
+
+
+def _kept_input(folder: Path) -> Path:
+    rows = [json.loads(line) for line in (EXAMPLES / "baseline.jsonl").read_text(encoding="utf-8").splitlines()]
+    path = folder / "rated.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for k, row in enumerate(rows):
+            f.write(json.dumps({**row, "human": k % 5, "weight": 0.5 if k % 2 else 2, "gold": k % 3 == 0,
+                                "mixed": k if k % 4 else "n/a", "tags": ["a", k]}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("suffix, workers", [(".jsonl", "1"), (".parquet", "1"), (".parquet", "2")])
+def test_kept_numbers_stay_numbers_in_every_format(tmp_path, suffix, workers):
+    """`--keep human` of a JSON number comes back a number (issue 48: it came back "2"); a column
+    mixing integers and floats is numbers; one mixing numbers and text stays text, as a CSV's does."""
+    from opik_metrics.streams.output import read_rows
+
+    out = tmp_path / f"scored{suffix}"
+    keep = ["--keep", "human", "--keep", "weight", "--keep", "gold", "--keep", "mixed", "--keep", "tags"]
+    assert main(["score", "-i", str(_kept_input(tmp_path)), "-o", str(out), "-m", "bleu", "--field", "output=caption",
+                 "--no-progress", "--workers", workers, "--chunk-size", "8", "--format", "json", *keep]) == 0
+    rows = list(read_rows(str(out)))
+    assert [r["human"] for r in rows[:6]] == [0, 1, 2, 3, 4, 0] and all(type(r["human"]) is int for r in rows)
+    assert [r["weight"] for r in rows[:3]] == [2.0, 0.5, 2.0] and all(type(r["weight"]) is float for r in rows)
+    assert [r["gold"] for r in rows[:4]] == [True, False, False, True]
+    assert [r["mixed"] for r in rows[:5]] == ["n/a", "1", "2", "3", "n/a"]     # text: one type a column
+    assert rows[1]["tags"] == '["a", 1]'
+    assert main(["experiments", "rescore", str(out), "-m", "rouge", "--no-progress", "--format", "json"]) == 0
+    again = list(read_rows(str(out)))
+    assert [r["human"] for r in again] == [r["human"] for r in rows] and "rouge1_f1" in again[0]
+
+
+def test_a_csv_column_is_text_as_the_csv_holds_it(tmp_path):
+    from opik_metrics.streams.output import read_rows
+
+    source = tmp_path / "rated.csv"
+    source.write_text("id,caption,reference,human\na,a dog,a dog runs,2\nb,a cat,a cat sleeps,3\n", encoding="utf-8")
+    out = tmp_path / "scored.jsonl"
+    assert main(["score", "-i", str(source), "-o", str(out), "-m", "bleu", "--field", "output=caption",
+                 "--no-progress", "--keep", "human", "--format", "json"]) == 0
+    assert [r["human"] for r in read_rows(str(out))] == ["2", "3"]

@@ -5,7 +5,7 @@ Where a human score lives on an item, looked up in this order:
 1. a score of the item named SCORE: a feedback score logged on the trace (annotators in Opik's UI or
    an annotation queue, ``log_traces_feedback_scores``) or a score stored with the item;
 2. an input field named SCORE: a dataset field (``{"human": 4}``) or a record file's kept column
-   (``score --keep human``, kept as JSON text): a number, numeric text, or a list of numbers, one
+   (``score --keep human``: a number, or kept as text): a number, numeric text, or a list of numbers, one
    per rater.
 """
 from __future__ import annotations
