@@ -30,6 +30,7 @@ _PUBLIC = {
     "EvaluateMetric": "opik_metrics.metrics.evaluate_module",
     "evaluate": "opik_metrics.experiments.evaluate",
     "evaluate_experiment": "opik_metrics.experiments.evaluate",
+    "ResultsMissing": "opik_metrics.experiments.evaluate",
 }
 __all__ = sorted(_PUBLIC)
 

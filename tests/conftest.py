@@ -1,5 +1,6 @@
 """Test-wide settings: no network (no hub, no Opik server, no analytics)."""
 import os
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -7,6 +8,9 @@ os.environ["OPIK_ANALYTICS_ENABLE"] = "false"
 os.environ["OPIK_SENTRY_ENABLE"] = "false"
 os.environ.setdefault("OPIK_URL_OVERRIDE", "http://127.0.0.1:9/api")  # closed port: fails fast if reached
 os.environ.setdefault("MPLBACKEND", "Agg")
+# a run on an Opik server (the stand-in) journals into the default local store: never the user's own
+os.environ.setdefault("OPIK_METRICS_STORE", os.path.join(tempfile.mkdtemp(prefix="opik-metrics-tests-"),
+                                                         "experiments.sqlite"))
 
 import huggingface_hub.constants  # noqa: E402
 import pytest  # noqa: E402

@@ -123,6 +123,11 @@ def cmd_caption(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_summary(summary)
+    if summary.missing is not None:           # the server lost part of the run: the store has all of it
+        print(f"opik-metrics: error: the Opik server did not keep all of experiment {summary.name!r}: "
+              f"{summary.missing}; every result is in the local store {summary.journal}: run `opik-metrics "
+              f"experiments push {summary.name} --store {summary.journal}` to send what is missing", file=sys.stderr)
+        return 3
     return 0
 
 

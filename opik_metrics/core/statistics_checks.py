@@ -5,12 +5,10 @@ numpy is imported when a check runs (a formula's module imports this one at star
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
-
-from opik_metrics.core.statistics import Formula
+from typing import Any, Callable, Optional, Sequence
 
 
-def statistics_problem(formula: Formula, rows: Any, **options: Any) -> Optional[tuple[int, str]]:
+def statistics_problem(formula: Callable[..., float], rows: Any, **options: Any) -> Optional[tuple[int, str]]:
     """The first invalid row of ``rows`` (items x fields) under ``formula``'s own check, or None
     (also when the formula states no check)."""
     import numpy as np

@@ -19,6 +19,28 @@ from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import ExperimentSummary
 
 
+class ResultsMissing(RuntimeError):
+    """``evaluate`` ran on a server, but reading the experiment back found part of it missing there:
+    nothing is lost (the local store holds every result) and ``experiments push NAME`` sends the rest.
+
+    Examples:
+        >>> from opik_metrics import ResultsMissing
+        >>> from opik_metrics.experiments.summary import ExperimentSummary
+        >>> summary = ExperimentSummary(name="blip-base", backend="opik", dataset="cc", location="",
+        ...                             journal="runs.sqlite", missing="the server kept 0 of 4 items")
+        >>> print(ResultsMissing(summary))  # doctest: +NORMALIZE_WHITESPACE
+        experiment 'blip-base' on the Opik server is incomplete: the server kept 0 of 4 items. Every result
+        is kept in the local store runs.sqlite: `opik-metrics experiments push blip-base --store
+        runs.sqlite` sends what is missing
+    """
+
+    def __init__(self, summary: ExperimentSummary) -> None:
+        self.summary = summary
+        super().__init__(f"experiment {summary.name!r} on the Opik server is incomplete: {summary.missing}. Every "
+                         f"result is kept in the local store {summary.journal}: `opik-metrics experiments push "
+                         f"{summary.name} --store {summary.journal}` sends what is missing")
+
+
 def _items(dataset: Any, nb_samples: int | None,
            dataset_item_ids: Sequence[str] | None = None) -> tuple[list[dict], str | None]:
     """The items of ``dataset`` (a list of dicts, or an ``opik`` Dataset) and its name, if it has one;
@@ -58,7 +80,7 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
              experiment_tags: Sequence[str] | None = None, dataset_filter_string: str | None = None,
              blueprint_id: str | None = None, error_tolerance: int | None = None, *,
              dataset_name: str | None = None, store: str | os.PathLike | None = None, backend: str = "auto",
-             overwrite: bool = False) -> ExperimentSummary:
+             overwrite: bool = False, journal: bool = True) -> ExperimentSummary:
     """Run ``task`` on every item of ``dataset`` and score it with ``scoring_metrics``, as
     ``opik.evaluate`` does, and return the experiment's summary (means, experiment scores, failures).
 
@@ -95,6 +117,13 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
         backend: "auto" (the server when one is configured, else the local store), "local" or "opik".
         verbose: 0 hides progress bars.
         overwrite: replace a stored experiment of the same name instead of resuming it.
+        journal: on a server, keep the run in the local store as it goes (the default store; with
+            ``backend="opik"``, ``store`` names another), then read back what the server kept. If
+            something did not arrive, ``ResultsMissing`` says what, its ``summary`` is the run's,
+            and ``opik-metrics experiments push NAME`` sends what is missing.
+
+    Raises:
+        ResultsMissing: on a server, the read-back found items or scores missing (see ``journal``).
 
     Examples:
         >>> import os, tempfile
@@ -131,11 +160,15 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
                        ("scoring_key_mapping", recorded_mapping(scoring_key_mapping))):
         if value is not None:
             config.setdefault(key, value)
-    return run_experiment(experiment_name, items, task, list(scoring_metrics or []), dataset_name=dataset_name,
-                          config=config,
-                          scorers=None if experiment_scoring_functions is None else list(experiment_scoring_functions),
-                          backend=backend, store=store, project_name=project_name, progress=bool(verbose),
-                          overwrite=overwrite, task_threads=task_threads, opik_arguments=server_arguments)
+    summary = run_experiment(experiment_name, items, task, list(scoring_metrics or []), dataset_name=dataset_name,
+                             config=config,
+                             scorers=None if experiment_scoring_functions is None else list(experiment_scoring_functions),
+                             backend=backend, store=store, project_name=project_name, progress=bool(verbose),
+                             overwrite=overwrite, task_threads=task_threads, opik_arguments=server_arguments,
+                             journal=journal)
+    if summary.missing is not None:
+        raise ResultsMissing(summary)
+    return summary
 
 
 def evaluate_experiment(experiment_name: str, scoring_metrics: Sequence[Any], scoring_functions: Sequence[Any] | None = None,

@@ -373,6 +373,31 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     return report
 
 
+def check_recorded_push(store: ExperimentStore, name: str, client: Any, target: str, url: str | None = None,
+                        report_target: str = "Opik") -> PushReport:
+    """Read back, sending nothing, what the server holds of stored experiment ``name`` under the
+    push noted for ``target`` (by ``experiments push``, or by ``evaluate`` on a server, which notes
+    the experiment's and traces' ids as it journals the run); a complete one is marked pushed."""
+    info = store.info(name)
+    scored = store.items(info.id, ["scored"])
+    record = store.push_record(info.id, target)
+    if record is None:
+        raise StoreError(f"experiment {name!r} in {store.path} has no push to {target} on record")
+    corpus = [ScoreResult(name=s.name, value=value, reason=s.reason)
+              for s in store.experiment_score_rows(info.id) if (value := _sent_value(s)) is not None]
+    report = PushReport(name=name, dataset=info.dataset, traces=0, skipped_items=info.items - len(scored),
+                        target=report_target, items=len(scored), scores=sum(len(sent_scores(i)) for i in scored),
+                        experiment_id=record.remote_id, resumed=True)
+    with server_errors(url, f"reading back experiment {name!r}"):
+        experiment = client.get_experiment_by_id(record.remote_id)
+        if _can_read_back(experiment):
+            _check(report, experiment, max(10_000, 2 * len(scored)), scored, dict(record.traces), corpus)
+    if report.read_back and report.complete:
+        store.finish_push(info.id, target)
+        store.mark_pushed(name, report_target)
+    return report
+
+
 def _log_experiment_scores(experiment: Any, corpus: list[ScoreResult], there: dict[str, float]) -> None:
     """Our experiment scores when the server lacks one, with the others it holds (each write
     replaces the whole list: a comparison published there stays)."""

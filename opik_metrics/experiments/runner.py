@@ -51,6 +51,7 @@ def run_experiment(
     overwrite: bool = False,
     task_threads: int = 1,
     opik_arguments: Mapping[str, Any] | None = None,
+    journal: bool = True,
 ) -> ExperimentSummary:
     """Run ``task`` over ``items`` and score each output with ``metrics``.
 
@@ -64,6 +65,8 @@ def run_experiment(
     ``opik.evaluate``'s threads on a server (the local store runs items in order). ``opik_arguments``:
     more of ``opik.evaluate``'s arguments (``trial_count``, ``scoring_key_mapping``...): on a server
     passed to it, locally carried out or refused (``opik_arguments.LOCAL_REFUSALS``) before anything runs.
+    ``journal``: on a server, also keep the run in the local store (``store``, else the default one)
+    as it goes, and read back what the server kept (``summary.missing``).
     """
     items = list(items)
     metrics = list(metrics)
@@ -81,10 +84,15 @@ def run_experiment(
     if chosen.kind == "opik":
         from opik_metrics.experiments.opik_runner import run_on_opik    # imports opik: only for a server
 
-        summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
-                           scorers=scorers, url=chosen.url, project_name=project_name,
-                           chunk_size=chunk_size, progress=progress, task_threads=task_threads,
-                           opik_arguments=extra)
+        book = (store if isinstance(store, ExperimentStore) else ExperimentStore(store)) if journal else None
+        try:
+            summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
+                                  scorers=scorers, url=chosen.url, project_name=project_name,
+                                  chunk_size=chunk_size, progress=progress, task_threads=task_threads,
+                                  opik_arguments=extra, journal=book, overwrite=overwrite)
+        finally:
+            if book is not None and book is not store:
+                book.close()
         summary.parts = parts
         return summary
     owned = not isinstance(store, ExperimentStore)

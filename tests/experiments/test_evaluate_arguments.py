@@ -20,7 +20,7 @@ from opik_metrics.experiments.opik_arguments import LocalArgumentRefused
 from opik_metrics.experiments.store import ExperimentStore
 from tests.opik_rest_server import OpikRestServer
 
-OURS_ONLY = {"dataset_name", "store", "backend", "overwrite", "replace"}
+OURS_ONLY = {"dataset_name", "store", "backend", "overwrite", "replace", "journal"}
 OWN_DEFAULTS = {"task_threads": 1,            # one model shared by the scoring threads: 1, not Opik's 16
                 "error_tolerance": None}      # None: Opik's default (METRIC_ERRORS), without importing opik
 

@@ -117,7 +117,9 @@ class ExperimentStore:
         db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
+            # check_same_thread off: evaluate's journal writes from Opik's task threads, one at a time
+            # under its own lock (experiments.journal), while the thread that opened it waits in opik.evaluate
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, check_same_thread=False)
             db.row_factory = sqlite3.Row
             kind = self._inspect(db)
             problems = [r[0] for r in db.execute("PRAGMA quick_check(3)")]

@@ -1,0 +1,95 @@
+"""What ``opik.evaluate`` produces on a server, kept in the local store as it goes: each item's task
+output as the task returns it (from Opik's task threads), then every score and the experiment
+scores, with the experiment's id and each item's trace id noted as a push would note them. So
+nothing exists only in flight, and ``experiments push NAME`` can read back the server's copy and
+send what it lacks under the same ids.
+
+The store keeps one run per item: with ``trial_count`` above 1 the first trial is kept.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from opik_metrics.core.facts import facts_of
+from opik_metrics.experiments.store import ExperimentStore, StoredScore
+from opik_metrics.experiments.summary import item_keys
+from opik_metrics.experiments.tasks import ItemFailure
+
+
+class EvaluationJournal:
+    """One server run's journal in ``store``: ``begin`` before the run, ``task`` wraps the task given
+    to ``opik.evaluate``, ``results`` and ``note_push`` after it."""
+
+    def __init__(self, store: ExperimentStore, name: str, dataset_name: str, config: dict,
+                 items: Sequence[dict], overwrite: bool = False) -> None:
+        self.store, self.name = store, name
+        self.keys = item_keys(items)
+        self.exp_id, _ = store.begin(name, dataset_name, config, list(zip(self.keys, items)), overwrite)
+        self.by_dataset_item: dict[str, str] = {}
+        self._lock = threading.Lock()          # Opik's task threads write one at a time
+        self._started = time.perf_counter()
+
+    def failures(self, failures: Mapping[int, ItemFailure]) -> None:
+        """Items whose batch work failed (they never reach the server)."""
+        for position, failure in failures.items():
+            self.store.save_failure(self.exp_id, self.keys[position], failure.stage, failure.reason)
+
+    def link(self, positions: Sequence[int], dataset_item_ids: Sequence[str]) -> None:
+        """Each item's id in the Opik dataset (what the task receives as ``id``)."""
+        self.by_dataset_item = {str(i): self.keys[p] for p, i in zip(positions, dataset_item_ids)}
+
+    def task(self, task: Callable[[dict], Any]) -> Callable[[dict], Any]:
+        """``task``, its output (or its failure) written to the store as soon as it returns."""
+        def journaled(item: dict) -> Any:
+            started = time.perf_counter()
+            key = self.by_dataset_item.get(str(item.get("id"))) if isinstance(item, dict) else None
+            try:
+                output = task(item)
+            except Exception as exc:
+                if key is not None:
+                    with self._lock:
+                        self.store.save_failure(self.exp_id, key, "task", f"{type(exc).__name__}: {exc}", None,
+                                                time.perf_counter() - started)
+                raise
+            if key is not None and isinstance(output, dict):
+                with self._lock:
+                    self.store.save_output(self.exp_id, key, output, None, time.perf_counter() - started)
+            return output
+        return journaled
+
+    def results(self, test_results: Sequence[Any], experiment_scores: Sequence[Any], metrics: Sequence[Any]) -> None:
+        """Every item's scores (its first trial), the experiment scores, and the run finished."""
+        metric_of = {score.name: facts.metric for facts in map(facts_of, metrics) for score in facts.scores}
+        done: set[str] = set()
+        for result in sorted(test_results, key=lambda r: getattr(r, "trial_id", 0) or 0):
+            case = result.test_case
+            key = self.by_dataset_item.get(str(case.dataset_item_id))
+            if key is None or key in done:
+                continue
+            done.add(key)
+            if isinstance(case.task_output, dict):
+                self.store.save_output(self.exp_id, key, case.task_output, None, None)
+            self.store.save_scores(self.exp_id, key, [
+                StoredScore(s.name, metric_of.get(s.name, s.name), s.value, bool(s.scoring_failed), s.reason,
+                            dict(s.metadata or {})) for s in result.score_results], None)
+        self.store.save_experiment_scores(self.exp_id, [
+            StoredScore(s.name, "", s.value, bool(s.scoring_failed), s.reason, dict(s.metadata or {}))
+            for s in experiment_scores])
+        self.store.finish(self.exp_id, "finished", time.perf_counter() - self._started)
+
+    def note_push(self, target: str, experiment_id: str, test_results: Sequence[Any]) -> None:
+        """The server's ids, as ``experiments push`` notes its own: the experiment and each item's trace."""
+        self.store.start_push(self.exp_id, target, experiment_id)
+        traces: dict[str, str] = {}
+        for result in sorted(test_results, key=lambda r: getattr(r, "trial_id", 0) or 0):
+            key = self.by_dataset_item.get(str(result.test_case.dataset_item_id))
+            if key is not None:
+                traces.setdefault(key, result.test_case.trace_id)
+        self.store.save_push_traces(self.exp_id, target, traces)
+
+    def interrupted(self) -> None:
+        """The run stopped before its results came back: what was journaled stays, marked interrupted."""
+        if self.store.holds(self.exp_id):
+            self.store.finish(self.exp_id, "interrupted", time.perf_counter() - self._started)

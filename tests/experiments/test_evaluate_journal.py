@@ -1,0 +1,87 @@
+"""``opik_metrics.evaluate`` on a server keeps the run in the local store as it goes and reads back
+what the server kept, as ``experiments push`` does (issue 48): a server that answers 204 but keeps
+no traces, or refuses a feedback-score batch with 422, no longer ends in a normal summary with the
+results nowhere; ``ResultsMissing`` names what is missing, and ``experiments push NAME`` sends it."""
+from __future__ import annotations
+
+import pytest
+
+from opik_metrics import BLEU, ResultsMissing, evaluate
+from opik_metrics.cli.main import main
+from opik_metrics.experiments.store import ExperimentStore
+from tests.experiments.test_push_readback import SCORES, TRACES, _on_server, _sent, server  # noqa: F401 (fixture)
+from tests.experiments.toy import ITEMS, EchoTask, FragileMetric
+
+
+RUN = [item for item in ITEMS if item["answer"] != "RAISE"]     # a task that raises stops opik.evaluate itself
+
+
+def _run(path):
+    return evaluate(RUN, EchoTask(), [BLEU(), FragileMetric()], experiment_name="toy", dataset_name="toy-data",
+                    backend="opik", store=str(path), verbose=0)
+
+
+def _journaled(path):
+    """input -> {score: value} of the stored experiment's scored items, its failed items, and its push."""
+    with ExperimentStore(path, create=False) as store:
+        info = store.info("toy")
+        scored = {json_key(i.input): {n: pytest.approx(s.value, abs=1e-9) for n, s in i.scores.items() if not s.failed}
+                  for i in store.items(info.id, ["scored"])}
+        failed = sorted((i.input["question"], i.failure_stage) for i in store.items(info.id, ["failed"]))
+        return scored, failed, info.pushed_at
+
+
+def json_key(value):
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def test_a_whole_run_is_journaled_read_back_and_marked_pushed(server, tmp_path, capsys):  # noqa: F811
+    summary = _run(tmp_path / "store.sqlite")
+    assert summary.backend == "opik" and summary.missing is None and summary.journal == str(tmp_path / "store.sqlite")
+    scored, failed, pushed_at = _journaled(tmp_path / "store.sqlite")
+    experiment, on_server = _on_server(server)
+    assert scored == on_server and len(scored) == 4                 # what the server holds, value for value
+    assert failed == [("q2", "fetch")] and pushed_at is not None
+    start = len(server.requests)
+    assert main(["experiments", "push", "toy", "--store", str(tmp_path / "store.sqlite"), "--no-progress"]) == 0
+    assert "this push sent nothing" in capsys.readouterr().out
+    assert len(server.experiments) == 1 and _sent(server, start, TRACES) == []
+
+
+@pytest.mark.parametrize("fault, words", [
+    (("PUT", SCORES.pattern, 422), "the server kept 4 of 4 items; 7 of 7 feedback scores missing"),
+    (("POST", TRACES.pattern, 422), "the server kept 0 of 4 items"),
+])
+def test_what_the_server_lost_is_named_and_push_sends_it(server, tmp_path, capsys, fault, words):  # noqa: F811
+    path = tmp_path / "store.sqlite"
+    server.fail_next(*fault)
+    with pytest.raises(ResultsMissing) as caught:
+        _run(path)
+    message = str(caught.value)
+    assert message.startswith("experiment 'toy' on the Opik server is incomplete: ") and words in message
+    assert f"`opik-metrics experiments push toy --store {path}` sends what is missing" in message
+    assert caught.value.summary.scores and caught.value.summary.missing
+    scored, _, pushed_at = _journaled(path)
+    assert len(scored) == 4 and pushed_at is None                  # every result kept, not marked pushed
+    assert main(["experiments", "push", "toy", "--store", str(path), "--no-progress"]) == 0, capsys.readouterr().err
+    experiment, on_server = _on_server(server)
+    assert len(server.experiments) == 1 and on_server == scored     # completed in place: no second experiment
+    assert _journaled(path)[2] is not None
+
+
+def test_a_run_that_stops_keeps_what_its_task_returned(server, tmp_path):  # noqa: F811
+    """A task raising stops opik.evaluate itself: the outputs returned before it stay in the store,
+    the failure with its reason, and the run is marked interrupted."""
+    path = tmp_path / "store.sqlite"
+    with pytest.raises(RuntimeError, match="model exploded"):
+        evaluate(ITEMS, EchoTask(), [BLEU()], experiment_name="toy", dataset_name="toy-data", backend="opik",
+                 store=str(path), verbose=0)
+    with ExperimentStore(path, create=False) as store:
+        info = store.info("toy")
+        outputs = {i.input["question"]: i.output for i in store.items(info.id, ["output"])}
+        failed = {i.input["question"]: (i.failure_stage, i.failure) for i in store.items(info.id, ["failed"])}
+    assert info.status == "interrupted"
+    assert outputs["q0"] == {"output": "the cat sat on the mat"} and outputs["q1"] == {"output": "a dog in the park"}
+    assert failed["q3"] == ("task", "RuntimeError: model exploded") and failed["q2"][0] == "fetch"
