@@ -11,8 +11,8 @@ from opik_metrics.cli.options import add_store_argument
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from opik_metrics.compare.human.source import agreement_of
-    from opik_metrics.compare.human.agreement import AgreementSettings
+    from opik_metrics.meta_evaluation.source import agreement_of
+    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings
     from opik_metrics.compare.reading.sources import load_compared
 
     settings = AgreementSettings(raters=args.raters, resamples=args.resamples, seed=args.seed,
@@ -24,7 +24,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     result = agreement_of(records, args.human, args.metric, settings)
     files = None
     if args.output:
-        from opik_metrics.compare.human.report import write_agreement_report
+        from opik_metrics.meta_evaluation.report import write_agreement_report
 
         try:
             files = write_agreement_report(result, args.output)
@@ -39,7 +39,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         if files is not None:
             print(f"\nreport: {files.html}\ndata:   {files.json}")
     if args.publish:
-        from opik_metrics.compare.human.publish import publish_agreement
+        from opik_metrics.meta_evaluation.publish import publish_agreement
 
         published = publish_agreement(result, records.name, project_name=args.project)
         say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone

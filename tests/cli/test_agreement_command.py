@@ -7,7 +7,7 @@ import json
 import pytest
 
 from opik_metrics.cli.main import main
-from opik_metrics.compare import agreement
+from opik_metrics.meta_evaluation import agreement
 
 pytest.importorskip("scipy")
 
@@ -64,8 +64,8 @@ def test_output_writes_the_report_page_plot_and_json(rated, tmp_path, capsys):
 
 
 def test_the_page_says_why_a_correlation_has_no_value(tmp_path):
-    from opik_metrics.compare.human.report import write_agreement_report
-    from opik_metrics.compare.human.agreement import AgreementSettings, agreement_from_scores
+    from opik_metrics.meta_evaluation.report import write_agreement_report
+    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, agreement_from_scores
 
     result = agreement_from_scores({"a": [1.0], "b": [2.0], "c": [3.0]},
                                    {"flat": {"a": 0.0, "b": 0.0, "c": 0.0}, "m": {"a": 0.1, "b": 0.5, "c": 0.2}},

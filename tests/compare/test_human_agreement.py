@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from opik_metrics.compare.statistics.bootstrap import resample_indices
-from opik_metrics.compare.human.agreement import AgreementSettings, agreement_from_scores
+from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, agreement_from_scores
 
 stats = pytest.importorskip("scipy.stats")
 

@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from opik_metrics.compare.human.agreement import Agreement
+from opik_metrics.meta_evaluation.metric_agreement import Agreement
 from opik_metrics.compare.publishing.publication import interval_names, same_stored
 from opik_metrics.compare.reading.sources import opik_experiment
 

@@ -15,7 +15,7 @@ import os
 from typing import Any, Sequence
 
 from opik_metrics.compare.analysis import score_facts
-from opik_metrics.compare.human.agreement import Agreement, AgreementSettings, agreement_from_scores
+from opik_metrics.meta_evaluation.metric_agreement import Agreement, AgreementSettings, agreement_from_scores
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.core.numbers import is_number
