@@ -11,7 +11,7 @@ import pytest
 from opik_metrics.cli.main import main
 from opik_metrics.meta_evaluation.publish import AGREEMENT_KEY
 from tests.compare.opik_seed import seed_from_store
-from tests.compare.test_agreement_sources import RATINGS, store_path  # noqa: F401 (a fixture)
+from tests.meta_evaluation.test_agreement_sources import RATINGS, store_path  # noqa: F401 (a fixture)
 from tests.opik_rest_server import OpikRestServer
 
 pytest.importorskip("scipy")
