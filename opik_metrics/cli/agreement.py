@@ -11,17 +11,22 @@ from opik_metrics.cli.options import add_store_argument
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from opik_metrics.meta_evaluation.source import agreement_of
-    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings
     from opik_metrics.compare.reading.sources import load_compared
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.compare.statistics.correlation import METHODS
+    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, too_few_resamples
+    from opik_metrics.meta_evaluation.source import agreement_of
 
-    settings = AgreementSettings(raters=args.raters, resamples=args.resamples, seed=args.seed,
+    methods = tuple(dict.fromkeys(args.method)) if args.method else METHODS
+    settings = AgreementSettings(methods=methods, raters=args.raters, resamples=args.resamples, seed=args.seed,
                                  confidence=args.confidence)
     settings.check()
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
     [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
                                  publishing=args.publish, check_pushed=args.publish,
                                  local_advice="or pass --store PATH to read an experiment of the local store")
-    result = agreement_of(records, args.human, args.metric, settings)
+    result = agreement_of(records, args.human, args.metric, settings, progress=sys.stderr.isatty())
     files = None
     if args.output:
         from opik_metrics.meta_evaluation.report import write_agreement_report
@@ -70,6 +75,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
                              "parts and the human one)")
+    parser.add_argument("--method", action="append", choices=["kendall_c", "kendall_b", "spearman", "pearson"],
+                        help="correlation to compute (repeatable; default all four); only those asked for are "
+                             "computed on each resample")
     parser.add_argument("--raters", choices=["mean", "pairs"], default="mean",
                         help="several ratings of one item: their mean (default), or each rating a pair of its own "
                              "(an item's pairs are resampled together)")
@@ -80,7 +88,8 @@ def register(subparsers: Any) -> None:
                              "is configured, else the local store)")
     parser.add_argument("--project", help="Opik project of the experiment (--opik)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES})")
+                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES}); fewer than a test at "
+                             "1 - confidence can ever reject with (20 at 0.95) are refused")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")

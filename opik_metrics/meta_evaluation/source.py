@@ -69,7 +69,7 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
 
 
 def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] | None = None,
-                 settings: AgreementSettings | None = None) -> Agreement:
+                 settings: AgreementSettings | None = None, *, progress: bool = False) -> Agreement:
     """The agreement of the experiment's scores (``metrics``, else every score but precision/recall
     parts and the human one) with the human score ``human``. The trials of one item are one item:
     its mean score (``trials.merge_trials``)."""
@@ -90,7 +90,7 @@ def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] 
               for name in chosen}
     lower = {name for name in chosen if not score_facts(name, [records]).higher_is_better}
     return agreement_from_scores(ratings, scores, settings, experiment=records.name, source=records.source,
-                                 human_name=human, lower_is_better=lower)
+                                 human_name=human, lower_is_better=lower, progress=progress)
 
 
 def agreement(name: str, human: str, metrics: Sequence[str] | None = None, *,
