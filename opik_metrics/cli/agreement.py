@@ -10,7 +10,44 @@ from typing import Any
 from opik_metrics.cli.options import add_store_argument
 
 
+def _meta_asked(args: argparse.Namespace) -> bool:
+    """Whether anything beyond one experiment's pooled agreement with one human score is asked."""
+    return (len(args.name) > 1 or bool(args.level and args.level != ["pooled"]) or bool(args.group_by)
+            or args.compare_metrics or len(args.human) > 1 or bool(args.ratings))
+
+
+def cmd_meta(args: argparse.Namespace) -> int:
+    """Levels, several experiments or raters, metric-vs-metric tests: the meta-evaluation."""
+    from opik_metrics.compare.reading.sources import load_compared
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.compare.statistics.correlation import METHODS
+    from opik_metrics.meta_evaluation.evaluation import MetaSettings, meta_evaluate
+    from opik_metrics.meta_evaluation.metric_agreement import too_few_resamples
+    from opik_metrics.meta_evaluation.table import rated_table, ratings_file
+
+    settings = MetaSettings(levels=tuple(dict.fromkeys(args.level or ["pooled"])),
+                            methods=tuple(dict.fromkeys(args.method)) if args.method else METHODS,
+                            resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+                            compare_metrics=args.compare_metrics, permutations=args.permutations)
+    settings.check()
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    if args.publish or args.output:
+        raise ValueError("--publish and --output take one experiment's pooled agreement with one human score; "
+                         "a meta-evaluation (levels, several experiments or raters, --compare-metrics) prints "
+                         "its table or --format json")
+    records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
+                               local_advice="or pass --store PATH to read an experiment of the local store")
+    long = ratings_file(args.ratings) if args.ratings else None
+    table = rated_table(records, args.human, args.metric, group_by=args.group_by, long_ratings=long)
+    result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
+    sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
+    return 0
+
+
 def cmd_agreement(args: argparse.Namespace) -> int:
+    if _meta_asked(args):
+        return cmd_meta(args)
     from opik_metrics.compare.reading.sources import load_compared
     from opik_metrics.compare.statistics.bootstrap import resamples_for
     from opik_metrics.compare.statistics.correlation import METHODS
@@ -23,10 +60,10 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     settings.check()
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
-    [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
+    [records], _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
                                  publishing=args.publish, check_pushed=args.publish,
                                  local_advice="or pass --store PATH to read an experiment of the local store")
-    result = agreement_of(records, args.human, args.metric, settings, progress=sys.stderr.isatty())
+    result = agreement_of(records, args.human[0], args.metric, settings, progress=sys.stderr.isatty())
     files = None
     if args.output:
         from opik_metrics.meta_evaluation.report import write_agreement_report
@@ -68,10 +105,27 @@ def register(subparsers: Any) -> None:
                     "correlation against the best one's. The human score is an item score of that name (a "
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "
                     "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater.")
-    parser.add_argument("name", metavar="NAME",
+    parser.add_argument("name", metavar="NAME", nargs="+",
                         help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
-                             "written by `score --input ... --output --keep COLUMN`)")
-    parser.add_argument("--human", required=True, metavar="SCORE", help="the human score's name")
+                             "written by `score --input ... --output --keep COLUMN`); several experiments on one "
+                             "dataset are several systems (item and system levels)")
+    parser.add_argument("--human", required=True, metavar="SCORE", action="append",
+                        help="the human score's name; repeated, one rater column each (their mean is the human "
+                             "score, and the raters' own agreement is shown)")
+    parser.add_argument("--level", action="append", choices=["pooled", "item", "system"],
+                        help="correlate pooled over all cells (default), per item across systems then averaged, "
+                             "or on the systems' means (with pairwise accuracy); repeatable")
+    parser.add_argument("--group-by", metavar="FIELD",
+                        help="one file whose rows are several outputs of one item: FIELD names the item (the "
+                             "unit resampled; item level correlates each item's outputs)")
+    parser.add_argument("--ratings", metavar="FILE",
+                        help="human ratings as a long table (.jsonl / .csv with item, rater and rating columns; "
+                             "item is the experiment's item key), instead of --human's values")
+    parser.add_argument("--compare-metrics", action="store_true",
+                        help="test every pair of metrics (paired permutation test PERM-BOTH, Holm-corrected) and "
+                             "group the metrics the test cannot tell apart")
+    parser.add_argument("--permutations", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"permutations of --compare-metrics (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
                              "parts and the human one)")

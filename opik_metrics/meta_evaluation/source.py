@@ -20,7 +20,7 @@ from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.core.numbers import is_number
 
-__all__ = ["agreement", "agreement_of", "human_ratings"]
+__all__ = ["agreement", "agreement_of", "human_ratings", "item_ratings"]
 
 
 def _parse(value: Any, key: str, human: str) -> list[float] | None:
@@ -44,7 +44,7 @@ def _parse(value: Any, key: str, human: str) -> list[float] | None:
     return [float(v) for v in values]
 
 
-def _item_ratings(item: ItemRecord, human: str) -> list[float] | None:
+def item_ratings(item: ItemRecord, human: str) -> list[float] | None:
     if human in item.scores:
         return [item.scores[human]]
     if human in item.non_finite:
@@ -57,7 +57,7 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
     are left out. ValueError when no item has one, naming what the items do have."""
     out: dict[str, list[float]] = {}
     for item in records.items:
-        ratings = _item_ratings(item, human)
+        ratings = item_ratings(item, human)
         if ratings is not None:
             out[item.key] = ratings
     if not out:
