@@ -38,11 +38,23 @@ def cmd_meta(args: argparse.Namespace) -> int:
                          "its table or --format json")
     records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
                                local_advice="or pass --store PATH to read an experiment of the local store")
+    _read_annotators(records, args)
     long = ratings_file(args.ratings) if args.ratings else None
     table = rated_table(records, args.human, args.metric, group_by=args.group_by, long_ratings=long)
     result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
     sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
     return 0
+
+
+def _read_annotators(records: list, args: argparse.Namespace) -> None:
+    """An Opik experiment's human score, read per author (``value_by_author``): one rater each."""
+    opik_read = [r for r in records if any(item.trace_id for item in r.items)]
+    if not opik_read or args.ratings:
+        return
+    from opik_metrics.meta_evaluation.opik_authors import read_authors
+
+    for experiment in opik_read:
+        read_authors(experiment, args.human, project_name=args.project, progress=sys.stderr.isatty())
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
@@ -63,6 +75,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     [records], _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
                                  publishing=args.publish, check_pushed=args.publish,
                                  local_advice="or pass --store PATH to read an experiment of the local store")
+    _read_annotators([records], args)
     result = agreement_of(records, args.human[0], args.metric, settings, progress=sys.stderr.isatty())
     files = None
     if args.output:

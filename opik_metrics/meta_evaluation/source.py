@@ -45,6 +45,10 @@ def _parse(value: Any, key: str, human: str) -> list[float] | None:
 
 
 def item_ratings(item: ItemRecord, human: str) -> list[float] | None:
+    """One item's ratings of ``human``: each author's value when Opik gave them (``opik_authors``),
+    else the score, else the input field (see the module)."""
+    if item.authored.get(human):
+        return list(item.authored[human].values())
     if human in item.scores:
         return [item.scores[human]]
     if human in item.non_finite:

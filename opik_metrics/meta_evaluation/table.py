@@ -136,10 +136,16 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
                                      "ratings; a rater column holds one")
             width = len(human)
         else:
-            width = max((len(v[0]) for v in per_cell.values()), default=0)
-            raters = [f"rater {k + 1}" for k in range(width)]
+            authors = list(dict.fromkeys(a for item in cells.values() for a in item.authored.get(human[0], {})))
+            width = len(authors) or max((len(v[0]) for v in per_cell.values()), default=0)
+            raters = authors or [f"rater {k + 1}" for k in range(width)]
         ratings = np.full((len(items), len(systems), max(width, 1)), np.nan)
         for (key, system), lists in per_cell.items():
+            by_author = cells[(key, system)].authored.get(human[0], {}) if len(human) == 1 else {}
+            if by_author:       # each author in their own column, whichever items they rated
+                for author, value in by_author.items():
+                    ratings[row[key], col[system], raters.index(author)] = value
+                continue
             flat = [v[0] if v else np.nan for v in lists] if len(human) > 1 else lists[0]
             ratings[row[key], col[system], :len(flat)] = flat
         human_name = ", ".join(human)
