@@ -13,7 +13,8 @@ from opik_metrics.cli.options import add_store_argument
 def _meta_asked(args: argparse.Namespace) -> bool:
     """Whether anything beyond one experiment's pooled agreement with one human score is asked."""
     return (len(args.name) > 1 or bool(args.level and args.level != ["pooled"]) or bool(args.group_by)
-            or args.compare_metrics or len(args.human) > 1 or bool(args.ratings))
+            or args.compare_metrics or len(args.human) > 1 or bool(args.ratings) or args.labels
+            or bool(args.threshold))
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
@@ -28,7 +29,8 @@ def cmd_meta(args: argparse.Namespace) -> int:
     settings = MetaSettings(levels=tuple(dict.fromkeys(args.level or ["pooled"])),
                             methods=tuple(dict.fromkeys(args.method)) if args.method else METHODS,
                             resamples=args.resamples, seed=args.seed, confidence=args.confidence,
-                            compare_metrics=args.compare_metrics, permutations=args.permutations)
+                            compare_metrics=args.compare_metrics, permutations=args.permutations,
+                            labels=True if args.labels else None, thresholds=_thresholds(args.threshold))
     settings.check()
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
@@ -44,6 +46,20 @@ def cmd_meta(args: argparse.Namespace) -> int:
     result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
     sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
     return 0
+
+
+def _thresholds(given: list[str] | None) -> tuple[tuple[str, float], ...]:
+    out = []
+    for text in given or []:
+        name, sep, value = text.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not name or number != number:
+            raise ValueError(f"--threshold {text!r}: expected METRIC=NUMBER, e.g. clip_s=0.75")
+        out.append((name, number))
+    return tuple(out)
 
 
 def _read_annotators(records: list, args: argparse.Namespace) -> None:
@@ -137,6 +153,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--compare-metrics", action="store_true",
                         help="test every pair of metrics (paired permutation test PERM-BOTH, Holm-corrected) and "
                              "group the metrics the test cannot tell apart")
+    parser.add_argument("--labels", action="store_true",
+                        help="read the human ratings as labels (detected when they are two integers, e.g. yes/no "
+                             "votes): accuracy, Cohen's kappa and F1 of each metric's labels")
+    parser.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                        help="label a metric 'yes' at or above VALUE (at or below for a lower-is-better metric); "
+                             "default: cut where it gives each label the share people gave it (repeatable)")
     parser.add_argument("--permutations", type=int, default=DEFAULT_RESAMPLES,
                         help=f"permutations of --compare-metrics (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",

@@ -16,6 +16,7 @@ from opik_metrics.compare.statistics.bootstrap import resamples_for
 from opik_metrics.compare.statistics.corrections import CORRECTIONS, correction_label
 from opik_metrics.compare.statistics.correlation import METHODS
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS, LabelAgreement, is_labels, label_agreement, majority_labels
 from opik_metrics.meta_evaluation.levels.by_level import LEVELS, LevelValue, level_values
 from opik_metrics.meta_evaluation.metric_tests import PairTest, compare_pairs, significance_groups
 from opik_metrics.meta_evaluation.raters import ALPHA_METRICS, krippendorff_alpha, rest_mean
@@ -36,6 +37,8 @@ class MetaSettings:
     compare_metrics: bool = False
     permutations: int = DEFAULT_RESAMPLES
     correction: str = "holm"
+    labels: bool | None = None                 # None: read ratings as labels when they look like them
+    thresholds: tuple[tuple[str, float], ...] = ()     # (metric, threshold) for label agreement
 
     def check(self) -> None:
         bad = [x for x in self.levels if x not in LEVELS]
@@ -72,6 +75,7 @@ class MetaEvaluation:
     groups: dict[str, list[list[str]]] = field(default_factory=dict)     # "level/method" -> groups
     alpha: dict[str, float | None] = field(default_factory=dict)         # interval / ordinal
     rater_vs_rest: dict[str, dict[str, dict[str, LevelValue]]] = field(default_factory=dict)
+    labels: dict[str, LabelAgreement] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +101,7 @@ class MetaEvaluation:
             named += [(f"rater {r} vs rest", v[level]) for r, v in self.rater_vs_rest.items()]
             for name, values in named:
                 first = values[stats[0]]
-                n = f"{first.n_items}" + (f"x{first.n_systems}" if level != "pooled" else "")
+                n = f"{first.n_items}" + (f"x{first.n_systems}" if first.n_systems > 1 else "")
                 cells = [name + (" (negated)" if name in self.oriented else ""), n]
                 for stat in stats:
                     v = values[stat]
@@ -108,6 +112,18 @@ class MetaEvaluation:
             lines.append(f"{level} level" + (" (pairwise accuracy over "
                                                f"{len(self.systems) * (len(self.systems) - 1) // 2} system pairs)"
                                                if level == "system" else ""))
+            lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        if self.labels:
+            some = next(iter(self.labels.values()))
+            lines.append("")
+            lines.append(f"labels (people's: {', '.join(f'{label:g}' for label in some.labels)}; each cell's "
+                         f"majority label), {some.n_cells} cells")
+            rows = [["metric", "labels from", *LABEL_STATISTICS]]
+            for name, agreement in self.labels.items():
+                rows.append([name, agreement.cut, *("n/a" if (lv := agreement.values[st]).estimate is None else
+                                                    f"{lv.estimate:.3f} [{_fmt(lv.low)}, {_fmt(lv.high)}]"
+                                                    for st in LABEL_STATISTICS)])
+            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
             lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         if self.alpha:
             lines.append("")
@@ -165,6 +181,19 @@ def meta_evaluate(table: RatedTable, settings: MetaSettings | None = None, *, pr
                 level: level_values(level, table.ratings[:, :, r], rest_mean(table.ratings, r), methods,
                                     settings.resamples, settings.seed, settings.confidence, bar)
                 for level in settings.levels}
+    ratings = table.ratings[np.isfinite(table.ratings)]
+    if settings.labels or (settings.labels is None and is_labels(ratings)):
+        people = majority_labels(table.ratings)
+        thresholds = dict(settings.thresholds)
+        unknown = [m for m in thresholds if m not in table.scores]
+        if unknown:
+            raise ValueError(f"--threshold names {unknown[0]!r}, not a compared score ({', '.join(table.scores)})")
+        for metric in table.scores:
+            t = thresholds.get(metric)
+            if t is not None and metric in table.lower_is_better:
+                t = -t            # the oriented (negated) scores: "at or below t" becomes "at or above -t"
+            result.labels[metric] = label_agreement(metric, table.oriented(metric), people, settings.resamples,
+                                                    settings.seed, settings.confidence, t)
     alpha = 1.0 - settings.confidence
     if settings.compare_metrics and len(table.scores) >= 2:
         oriented = {m: table.oriented(m) for m in table.scores}

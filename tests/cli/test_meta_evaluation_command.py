@@ -90,3 +90,17 @@ def test_meta_errors_are_one_line(systems, tmp_path, capsys):
     assert main(["agreement", systems[0], "--ratings", str(bad), "--human", "x"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "ratings row 1: rating is 'good', not a number" in err
+
+
+def test_labels_and_thresholds_from_the_command_line(systems, capsys):
+    capsys.readouterr()
+    assert main(["agreement", systems[0], "--human", "r2", "-m", "bleu", "--labels", "--threshold", "bleu=0.5",
+                 "--resamples", "20", "--format", "json"]) == 2          # r2 holds 4 labels: no threshold
+    assert "a threshold cuts a metric into two labels; people used 4" in capsys.readouterr().err
+    assert main(["agreement", systems[0], "--human", "r2", "-m", "bleu", "--labels", "--resamples", "20",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["labels"]["bleu"]["cut"].startswith("quantiles") and out["labels"]["bleu"]["labels"] == [1, 2, 3, 4]
+    assert main(["agreement", systems[0], "--human", "r1", "--threshold", "bleu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--threshold 'bleu': expected METRIC=NUMBER" in err
