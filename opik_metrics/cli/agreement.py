@@ -34,17 +34,37 @@ def cmd_meta(args: argparse.Namespace) -> int:
     settings.check()
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
-    if args.publish or args.output:
-        raise ValueError("--publish and --output take one experiment's pooled agreement with one human score; "
-                         "a meta-evaluation (levels, several experiments or raters, --compare-metrics) prints "
-                         "its table or --format json")
     records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
+                               publishing=args.publish, check_pushed=args.publish,
                                local_advice="or pass --store PATH to read an experiment of the local store")
     _read_annotators(records, args)
     long = ratings_file(args.ratings) if args.ratings else None
     table = rated_table(records, args.human, args.metric, group_by=args.group_by, long_ratings=long)
     result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
+    files = None
+    if args.output:
+        from opik_metrics.meta_evaluation.meta_report import write_meta_report
+
+        try:
+            files = write_meta_report(result, args.output)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+        if files.note is not None:
+            print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
     sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
+    if files is not None and args.format != "json":
+        print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        from opik_metrics.meta_evaluation.publish import publish_meta
+
+        say = sys.stderr if args.format == "json" else sys.stdout
+        for experiment in records:
+            published = publish_meta(result, experiment.name, project_name=args.project)
+            print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} meta-evaluation "
+                  f"score(s) on experiment {experiment.name}", file=say)
+            for score, (theirs, ours) in published.kept.items():
+                print(f"{experiment.name}: {score} was logged before as {theirs:.6g}; kept (this meta-evaluation "
+                      f"has {ours:.6g})", file=say)
     return 0
 
 
@@ -185,9 +205,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
     parser.add_argument("--publish", action="store_true",
                         help="write each correlation and its interval as experiment scores on the experiment in Opik "
-                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high) and the whole agreement in its metadata; "
+                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high; a meta-evaluation: meta.LEVEL.METHOD.SCORE on each "
+                             "experiment compared) and the whole result in its metadata; "
                              "an experiment of the local store must be pushed first")
     parser.add_argument("--output", "-o", metavar="DIR",
                         help="also write a report: DIR/index.html (the table, a plot of the correlations with their "
-                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png")
+                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png; "
+                             "a meta-evaluation writes DIR/meta_evaluation.json and .png (levels, tests and "
+                             "groups, raters, labels)")
     parser.set_defaults(func=cmd_agreement)

@@ -82,7 +82,8 @@ class MetaEvaluation:
         data = asdict(self)
         data["settings"]["levels"] = list(self.settings.levels)
         data["settings"]["methods"] = list(self.settings.methods)
-        return data
+        data["settings"]["thresholds"] = [[m, t] for m, t in self.settings.thresholds]
+        return json.loads(json.dumps(data, allow_nan=False))     # plain JSON types: as stored and read back
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
