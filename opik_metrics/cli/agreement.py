@@ -68,6 +68,20 @@ def cmd_meta(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_labels(result: Any, records: Any, human: str) -> None:
+    """Ratings that are two integers (yes/no votes) are labels: say that --labels scores them as such."""
+    import numpy as np
+
+    from opik_metrics.compare.statistics.trials import merge_trials
+    from opik_metrics.meta_evaluation.labels import is_labels
+    from opik_metrics.meta_evaluation.source import human_ratings
+
+    values = np.array([v for ratings in human_ratings(merge_trials(records), human).values() for v in ratings])
+    if is_labels(values):
+        result.notes.append(f"{human} holds two labels ({', '.join(f'{v:g}' for v in np.unique(values))}): "
+                            "--labels adds accuracy, Cohen's kappa and F1 against each metric's labels")
+
+
 def _thresholds(given: list[str] | None) -> tuple[tuple[str, float], ...]:
     out = []
     for text in given or []:
@@ -113,6 +127,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
                                  local_advice="or pass --store PATH to read an experiment of the local store")
     _read_annotators([records], args)
     result = agreement_of(records, args.human[0], args.metric, settings, progress=sys.stderr.isatty())
+    _note_labels(result, records, args.human[0])
     files = None
     if args.output:
         from opik_metrics.meta_evaluation.report import write_agreement_report

@@ -114,4 +114,8 @@ def agreement(name: str, human: str, metrics: Sequence[str] | None = None, *,
     settings.check()
     [records], _ = load_compared([name], store=store, opik=opik, project_name=project_name,
                                       local_advice="or pass store=PATH to read an experiment of the local store")
+    if any(item.trace_id for item in records.items):      # Opik: each annotator's value, not their mean
+        from opik_metrics.meta_evaluation.opik_authors import read_authors
+
+        read_authors(records, [human], project_name=project_name)
     return agreement_of(records, human, metrics, settings)

@@ -24,8 +24,8 @@ def _score(tmp_path, name, rows):
     source = tmp_path / f"{name}.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / f"{name}-scored.jsonl"
-    assert main(["score", "-i", str(source), "-o", str(out), "-m", "bleu", "-m", "rouge", "--keep", "r1",
-                 "--keep", "r2", "--keep", "image"]) == 0
+    keep = [arg for column in ("r1", "r2", "image", "vote") if column in rows[0] for arg in ("--keep", column)]
+    assert main(["score", "-i", str(source), "-o", str(out), "-m", "bleu", "-m", "rouge", *keep]) == 0
     return str(out)
 
 
@@ -104,3 +104,15 @@ def test_labels_and_thresholds_from_the_command_line(systems, capsys):
     assert main(["agreement", systems[0], "--human", "r1", "--threshold", "bleu"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--threshold 'bleu': expected METRIC=NUMBER" in err
+
+
+def test_yes_no_votes_are_named_as_labels_in_the_pooled_table(tmp_path, capsys):
+    rows = [{"id": f"c{k}", "output": " ".join(r.split()[:2 + k % 5]), "reference": r, "vote": k % 2}
+            for k, r in enumerate(REFS)]
+    scored = _score(tmp_path, "votes", rows)
+    capsys.readouterr()
+    assert main(["agreement", scored, "--human", "vote", "-m", "bleu", "--resamples", "20"]) == 0
+    assert "vote holds two labels (0, 1): --labels adds accuracy" in capsys.readouterr().out
+    assert main(["agreement", scored, "--human", "vote", "-m", "bleu", "--labels", "--resamples", "20",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["labels"]["bleu"]["labels"] == [0, 1]
