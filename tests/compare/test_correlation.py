@@ -99,16 +99,24 @@ def brute_concordance(x, y, w) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_merge_sort_concordance_equals_the_pairwise_definition(seed):
-    """The O(P log P) count is exact (whole numbers) on tie-heavy and continuous columns, odd sizes,
-    zero weights and repeated draws alike."""
+@pytest.mark.parametrize("path", ["levels", "merge"])
+def test_concordance_equals_the_pairwise_definition(seed, path):
+    """Both counts are exact (whole numbers) on tie-heavy and continuous columns, odd sizes, zero
+    weights and repeated draws alike: by levels when a column has at most 32 distinct values, by
+    merge sort's levels (O(P log P)) when both have more."""
     from opik_metrics.compare.statistics.correlation import _concordance
 
     rng = np.random.default_rng(seed)
-    for _ in range(40):
-        n = int(rng.integers(1, 70))
-        x = rng.integers(0, int(rng.integers(1, 9)), n).astype(float) if rng.random() < 0.6 else rng.normal(size=n)
-        y = rng.integers(0, int(rng.integers(1, 9)), n).astype(float) if rng.random() < 0.8 else rng.normal(size=n)
+    for _ in range(25):
+        if path == "levels":
+            n = int(rng.integers(1, 70))
+            x = rng.integers(0, int(rng.integers(1, 9)), n).astype(float) if rng.random() < 0.6 else rng.normal(size=n)
+            y = rng.integers(0, int(rng.integers(1, 33)), n).astype(float)
+        else:
+            n = int(rng.integers(70, 130))
+            x = np.round(3 * rng.normal(size=n), 1)      # ties, but more than 32 distinct values
+            y = np.round(x + rng.normal(size=n), 1)
+            assert min(np.unique(x).size, np.unique(y).size) > 32
         w = rng.integers(0, 4, (7, n)).astype(float)
         assert np.array_equal(_concordance(x, y, w), brute_concordance(x, y, w))
 

@@ -70,7 +70,12 @@ def _concordance(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     O(P log P) per resample, as scipy's merge-sort count: with the pairs sorted by (x, y), merge
     sort's levels fix which pairs meet (a left block against a right block) whatever the weights,
     so each level is a sort computed once and one cumulative sum of weights per resample. Pairs
-    tied in x, counted there by place, are taken back out from per-group weight sums."""
+    tied in x, counted there by place, are taken back out from per-group weight sums. When one
+    column holds few distinct values (ratings on a scale, votes), ``_concordance_by_levels`` counts
+    in O(P * levels) instead."""
+    few = min(np.unique(x).size, np.unique(y).size)
+    if few <= _FEW_LEVELS:
+        return _concordance_by_levels(x, y, w) if np.unique(y).size == few else _concordance_by_levels(y, x, w)
     order = np.lexsort((y, x))
     _, gx = np.unique(x[order], return_inverse=True)
     _, gy = np.unique(y[order], return_inverse=True)
@@ -91,6 +96,39 @@ def _concordance(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
             total += level.signed_sum(wt)
         tied_x = (_value_counts(gx, n_x, ws) ** 2).sum(axis=1) - (_value_counts(gxy, n_xy, ws) ** 2).sum(axis=1)
         out[start:start + step] = total - tied_x / 2.0
+    return out
+
+
+#: Up to this many distinct values in one column, concordance is counted level by level.
+_FEW_LEVELS = 32
+
+
+def _concordance_by_levels(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``_concordance`` when ``y`` takes few values: for each y level b, every pair with a lower-level
+    pair i is concordant when x_i < x_j and discordant when x_i > x_j; with the lower levels' pairs
+    sorted by x once, where each pair j falls among them (``searchsorted``) is fixed, and each
+    resample needs one cumulative sum of their weights per level."""
+    _, codes = np.unique(y, return_inverse=True)
+    codes = codes.ravel()
+    plans = []
+    for b in range(1, int(codes.max()) + 1):
+        lower = np.flatnonzero(codes < b)
+        lower = lower[np.argsort(x[lower], kind="stable")]
+        at = np.flatnonzero(codes == b)
+        below = np.searchsorted(x[lower], x[at], side="left")      # lower pairs with x < x_j
+        upto = np.searchsorted(x[lower], x[at], side="right")      # ... with x <= x_j
+        plans.append((lower, at, below, upto))
+    out = np.empty(w.shape[0])
+    step = max(1, _BLOCK // max(x.size, 1))
+    for start in range(0, w.shape[0], step):
+        wt = np.ascontiguousarray(w[start:start + step].T)          # pairs x resamples
+        total = np.zeros(wt.shape[1])
+        for lower, at, below, upto in plans:
+            c = np.zeros((lower.size + 1, wt.shape[1]))
+            np.cumsum(wt[lower], axis=0, out=c[1:])
+            signed = c[below] - (c[-1] - c[upto])                    # weight below x_j minus above it
+            total += np.einsum("ij,ij->j", wt[at], signed)
+        out[start:start + step] = total
     return out
 
 
