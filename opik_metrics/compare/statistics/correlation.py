@@ -4,8 +4,8 @@ full sample and on many bootstrap resamples at once.
 A resample is given as how often each pair is drawn (a row of integer weights), so one formula
 serves the full sample (every weight 1) and every resample; the values equal scipy.stats'
 ``kendalltau(variant="b"|"c")``, ``spearmanr`` and ``pearsonr``. Kendall counts concordance by
-merge sort's levels, O(P log P) per resample as scipy does; Spearman and Pearson are O(P). numpy
-only; nothing here knows of experiments or metrics. A column with one distinct value (in the sample or in a resample) has no
+merge sort's levels, O(P log P) per resample as scipy does, or level by level when one column holds
+few distinct values (ratings, votes); Spearman and Pearson are O(P). numpy only; nothing here knows of experiments or metrics. A column with one distinct value (in the sample or in a resample) has no
 correlation: NaN here, a reason where it is reported.
 """
 from __future__ import annotations
