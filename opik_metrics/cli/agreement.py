@@ -108,6 +108,9 @@ def _read_annotators(records: list, args: argparse.Namespace) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
+    if not args.human and not args.ratings:
+        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table)")
+    args.human = args.human or []
     if _meta_asked(args):
         return cmd_meta(args)
     from opik_metrics.compare.reading.sources import load_compared
@@ -173,7 +176,7 @@ def register(subparsers: Any) -> None:
                         help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
                              "written by `score --input ... --output --keep COLUMN`); several experiments on one "
                              "dataset are several systems (item and system levels)")
-    parser.add_argument("--human", required=True, metavar="SCORE", action="append",
+    parser.add_argument("--human", metavar="SCORE", action="append",
                         help="the human score's name; repeated, one rater column each (their mean is the human "
                              "score, and the raters' own agreement is shown)")
     parser.add_argument("--level", action="append", choices=["pooled", "item", "system"],

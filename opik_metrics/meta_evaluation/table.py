@@ -100,7 +100,7 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
     else:
         chosen = [n for n in common if not score_facts(n, list(records)).part]
     if not chosen:
-        raise ValueError(f"no automatic score besides {', '.join(human)} is in every experiment")
+        raise ValueError(f"no automatic score besides {', '.join(human) or 'the ratings'} is in every experiment")
     row = {k: i for i, k in enumerate(items)}
     col = {s: j for j, s in enumerate(systems)}
     scores = {m: np.full((len(items), len(systems)), np.nan) for m in chosen}

@@ -66,7 +66,7 @@ def test_group_by_and_a_long_ratings_table(systems, tmp_path, capsys):
     ratings.write_text("".join(json.dumps({"item": f"c{k}", "rater": who, "rating": 1 + (k * (j + 1)) % 5}) + "\n"
                                for k in range(8) for j, who in enumerate(["ann", "bo"])), encoding="utf-8")
     capsys.readouterr()
-    assert main(["agreement", systems[0], "--ratings", str(ratings), "--human", "unused", "-m", "bleu",
+    assert main(["agreement", systems[0], "--ratings", str(ratings), "-m", "bleu",
                  "--method", "spearman", "--resamples", "20", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["raters"] == ["ann", "bo"]
@@ -87,9 +87,11 @@ def test_meta_errors_are_one_line(systems, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "item 'c0': no field 'colour' to group by" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"item": "c0", "rater": "ann", "rating": "good"}) + "\n", encoding="utf-8")
-    assert main(["agreement", systems[0], "--ratings", str(bad), "--human", "x"]) == 2
+    assert main(["agreement", systems[0], "--ratings", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "ratings row 1: rating is 'good', not a number" in err
+    assert main(["agreement", systems[0]]) == 2
+    assert "--human SCORE is required (or --ratings FILE" in capsys.readouterr().err
 
 
 def test_labels_and_thresholds_from_the_command_line(systems, capsys):
