@@ -187,7 +187,8 @@ def register(subparsers: Any) -> None:
                              "unit resampled; item level correlates each item's outputs)")
     parser.add_argument("--ratings", metavar="FILE",
                         help="human ratings as a long table (.jsonl / .csv with item, rater and rating columns; "
-                             "item is the experiment's item key), instead of --human's values")
+                             "item is the experiment's item key; with several experiments a system column names "
+                             "the experiment), instead of --human's values")
     parser.add_argument("--compare-metrics", action="store_true",
                         help="test every pair of metrics (paired permutation test PERM-BOTH, Holm-corrected) and "
                              "group the metrics the test cannot tell apart")

@@ -79,12 +79,12 @@ def _cells(records: Sequence[ExperimentRecords], group_by: str | None
 
 def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metrics: Sequence[str] | None = None,
                 *, group_by: str | None = None,
-                long_ratings: Mapping[str, Mapping[str, float]] | None = None) -> RatedTable:
+                long_ratings: Mapping[tuple[str, str | None], Mapping[str, float]] | None = None) -> RatedTable:
     """The rated table of ``records`` (several experiments on one dataset, or one with ``group_by``).
     ``human``: one score name (its list of values per item are the raters) or several (one rater
-    each). ``long_ratings`` (item key -> rater -> rating) replaces them when given. ``metrics``:
-    the scores compared (default: every score every experiment has, but precision/recall parts and
-    the human ones)."""
+    each). ``long_ratings`` ((item key, system or None) -> rater -> rating) replaces them when given.
+    ``metrics``: the scores compared (default: every score every experiment has, but precision/recall
+    parts and the human ones)."""
     if group_by is not None and len(records) != 1:
         raise ValueError(f"--group-by reads one experiment whose rows are several outputs of one item; got "
                          f"{len(records)} experiments")
@@ -112,14 +112,17 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
     if long_ratings is not None:
         raters = list(dict.fromkeys(r for by_rater in long_ratings.values() for r in by_rater))
         ratings = np.full((len(items), len(systems), len(raters)), np.nan)
-        unknown_items = [k for k in long_ratings if k not in row]
-        if unknown_items:
-            raise ValueError(f"item {unknown_items[0]!r} of the ratings table is not an item of the experiment")
-        if len(systems) != 1:
-            raise ValueError("a long ratings table (item, rater, rating) rates one experiment's items")
-        for key, by_rater in long_ratings.items():
+        for (key, named), by_rater in long_ratings.items():
+            if key not in row:
+                raise ValueError(f"item {key!r} of the ratings table is not an item of the experiment(s)")
+            if named is None and len(systems) != 1:
+                raise ValueError(f"item {key!r} of the ratings table names no system; with several experiments "
+                                 f"each row needs a system column naming one of {', '.join(systems)}")
+            if named is not None and named not in col:
+                raise ValueError(f"item {key!r} of the ratings table: system {named!r} is none of "
+                                 f"{', '.join(systems)}")
             for r, value in by_rater.items():
-                ratings[row[key], 0, raters.index(r)] = value
+                ratings[row[key], 0 if named is None else col[named], raters.index(r)] = value
         human_name = "ratings table"
     else:
         per_cell: dict[tuple[str, str], list[list[float]]] = {cell: [] for cell in cells}
@@ -157,10 +160,12 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
 
 
 def ratings_from_long_table(rows: Sequence[Mapping[str, object]], item: str = "item", rater: str = "rater",
-                            rating: str = "rating") -> dict[str, dict[str, float]]:
-    """Item key -> rater -> rating from rows of a long table (JSON lines or CSV read as dicts); an
-    item rated twice by one rater, or a rating that is not a finite number, is an error naming the row."""
-    out: dict[str, dict[str, float]] = {}
+                            rating: str = "rating", system: str = "system"
+                            ) -> dict[tuple[str, str | None], dict[str, float]]:
+    """(item key, system or None) -> rater -> rating from rows of a long table (JSON lines or CSV
+    read as dicts; the optional ``system`` column names the experiment an output came from); a cell
+    rated twice by one rater, or a rating that is not a finite number, is an error naming the row."""
+    out: dict[tuple[str, str | None], dict[str, float]] = {}
     for k, r in enumerate(rows, start=1):
         missing = [f for f in (item, rater, rating) if r.get(f) in (None, "")]
         if missing:
@@ -171,7 +176,8 @@ def ratings_from_long_table(rows: Sequence[Mapping[str, object]], item: str = "i
             raise ValueError(f"ratings row {k}: {rating} is {r[rating]!r}, not a number") from None
         if not np.isfinite(value):
             raise ValueError(f"ratings row {k}: {rating} is {value!r}; ratings must be finite")
-        by_rater = out.setdefault(str(r[item]), {})
+        which = r.get(system)
+        by_rater = out.setdefault((str(r[item]), None if which in (None, "") else str(which)), {})
         who = str(r[rater])
         if who in by_rater:
             raise ValueError(f"ratings row {k}: item {r[item]!r} is rated twice by {who!r}")
@@ -179,8 +185,9 @@ def ratings_from_long_table(rows: Sequence[Mapping[str, object]], item: str = "i
     return out
 
 
-def ratings_file(path: str) -> dict[str, dict[str, float]]:
-    """``ratings_from_long_table`` of a JSON Lines or CSV file (columns item, rater, rating)."""
+def ratings_file(path: str) -> dict[tuple[str, str | None], dict[str, float]]:
+    """``ratings_from_long_table`` of a JSON Lines or CSV file (columns item, rater, rating and,
+    with several experiments, system)."""
     from opik_metrics.streams.sources import BadRecord, open_source
 
     rows: list[Mapping[str, object]] = []

@@ -118,3 +118,23 @@ def test_yes_no_votes_are_named_as_labels_in_the_pooled_table(tmp_path, capsys):
     assert main(["agreement", scored, "--human", "vote", "-m", "bleu", "--labels", "--resamples", "20",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["labels"]["bleu"]["labels"] == [0, 1]
+
+
+def test_a_long_ratings_table_over_several_experiments_names_the_system(systems, tmp_path, capsys):
+    rated = {(f"c{k}", path): 1 + (k + 3 * s) % 5 for s, path in enumerate(systems) for k in range(8)}
+    table = tmp_path / "ratings.jsonl"
+    table.write_text("".join(json.dumps({"item": item, "system": path, "rater": "ann", "rating": v}) + "\n"
+                             for (item, path), v in rated.items()), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["agreement", *systems, "--ratings", str(table), "-m", "bleu", "--level", "system", "--method",
+                 "pearson", "--resamples", "20", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bleu = [np.mean([r["bleu"] for r in scored_rows(path)]) for path in systems]
+    human = [np.mean([rated[(f"c{k}", path)] for k in range(8)]) for path in systems]
+    assert out["correlations"]["bleu"]["system"]["pearson"]["estimate"] == pytest.approx(
+        stats.pearsonr(bleu, human).statistic, abs=1e-12)
+    lone = tmp_path / "lone.jsonl"
+    lone.write_text(json.dumps({"item": "c0", "rater": "ann", "rating": 3}) + "\n", encoding="utf-8")
+    assert main(["agreement", *systems, "--ratings", str(lone), "-m", "bleu", "--level", "system"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "item 'c0' of the ratings table names no system" in err
