@@ -34,6 +34,9 @@ def cmd_meta(args: argparse.Namespace) -> int:
     settings.check()
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    if settings.compare_metrics and settings.permutations < resamples_for(1.0 - settings.confidence):
+        raise ValueError("--permutations: "
+                         + too_few_resamples(settings.permutations, 1.0 - settings.confidence, "permutations"))
     records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
                                publishing=args.publish, check_pushed=args.publish,
                                local_advice="or pass --store PATH to read an experiment of the local store")

@@ -304,9 +304,9 @@ def agreement_from_scores(human: Mapping[str, Sequence[float]], scores: Mapping[
                      human_items=len(ratings), metrics=results, best=best, notes=notes)
 
 
-def too_few_resamples(resamples: int, alpha: float) -> str:
-    """The one line that says a resample count cannot show significance at ``alpha``."""
-    return (f"{resamples} resamples cannot show anything significant at {alpha:.2g}: the smallest p-value is "
+def too_few_resamples(resamples: int, alpha: float, noun: str = "resamples") -> str:
+    """The one line that says a resample (or permutation) count cannot show significance at ``alpha``."""
+    return (f"{resamples} {noun} cannot show anything significant at {alpha:.2g}: the smallest p-value is "
             f"1/{resamples + 1}; use at least {resamples_for(alpha)}")
 
 

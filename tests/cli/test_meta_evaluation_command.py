@@ -138,3 +138,10 @@ def test_a_long_ratings_table_over_several_experiments_names_the_system(systems,
     assert main(["agreement", *systems, "--ratings", str(lone), "-m", "bleu", "--level", "system"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "item 'c0' of the ratings table names no system" in err
+
+
+def test_too_few_permutations_are_refused_in_one_line(systems, capsys):
+    capsys.readouterr()
+    assert main(["agreement", *systems, "--human", "r1", "--compare-metrics", "--permutations", "15"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--permutations: 15 permutations cannot show anything significant" in err
