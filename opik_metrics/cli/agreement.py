@@ -32,6 +32,9 @@ def cmd_meta(args: argparse.Namespace) -> int:
                             compare_metrics=args.compare_metrics, permutations=args.permutations,
                             labels=True if args.labels else None, thresholds=_thresholds(args.threshold))
     settings.check()
+    if args.group_by and "system" in settings.levels:
+        raise ValueError("--level system needs systems (several experiments); the outputs --group-by collects "
+                         "under one item are not systems")
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
     if settings.compare_metrics and settings.permutations < resamples_for(1.0 - settings.confidence):

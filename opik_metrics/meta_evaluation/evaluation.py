@@ -108,12 +108,16 @@ class MetaEvaluation:
                     v = values[stat]
                     cells.append("n/a" if v.estimate is None else f"{v.estimate:.3f} [{_fmt(v.low)}, {_fmt(v.high)}]")
                 rows.append(cells)
+            reasons = dict.fromkeys(f"  {name} {stat}: {values[stat].reason}" for name, values in named
+                                    for stat in stats if values[stat].estimate is None and values[stat].reason)
             widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
             lines.append("")
             lines.append(f"{level} level" + (" (pairwise accuracy over "
                                                f"{len(self.systems) * (len(self.systems) - 1) // 2} system pairs)"
                                                if level == "system" else ""))
             lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+            lines += list(reasons)[:10] + ([f"  ... and {len(reasons) - 10} more (see --format json)"]
+                                           if len(reasons) > 10 else [])
         if self.labels:
             some = next(iter(self.labels.values()))
             lines.append("")
@@ -196,6 +200,8 @@ def meta_evaluate(table: RatedTable, settings: MetaSettings | None = None, *, pr
             result.labels[metric] = label_agreement(metric, table.oriented(metric), people, settings.resamples,
                                                     settings.seed, settings.confidence, t)
     alpha = 1.0 - settings.confidence
+    if settings.compare_metrics and len(table.scores) < 2:
+        result.notes.append("--compare-metrics needs two metrics or more; there is one")
     if settings.compare_metrics and len(table.scores) >= 2:
         oriented = {m: table.oriented(m) for m in table.scores}
         lead = methods[0]

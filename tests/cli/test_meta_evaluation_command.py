@@ -145,3 +145,14 @@ def test_too_few_permutations_are_refused_in_one_line(systems, capsys):
     assert main(["agreement", *systems, "--human", "r1", "--compare-metrics", "--permutations", "15"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--permutations: 15 permutations cannot show anything significant" in err
+
+
+def test_levels_that_cannot_be_computed_say_why(systems, capsys):
+    capsys.readouterr()
+    assert main(["agreement", systems[0], "--human", "r1", "--group-by", "image", "--level", "system"]) == 2
+    assert "--level system needs systems (several experiments)" in capsys.readouterr().err
+    assert main(["agreement", systems[0], "--human", "r1", "--level", "item", "-m", "bleu", "--method", "pearson",
+                 "--compare-metrics", "--resamples", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "bleu pearson: no item has two systems with different scores and ratings" in out
+    assert "--compare-metrics needs two metrics or more; there is one" in out
