@@ -1,6 +1,7 @@
 """``opik-metrics agreement``: which of an experiment's scores agrees best with a human score
 (Kendall tau-c and tau-b, Spearman, Pearson, with bootstrap intervals), from the local store, an
-Opik server or a record file."""
+Opik server or a record file; given several experiments, raters, levels or --compare-metrics, the
+meta-evaluation (``opik_metrics.meta_evaluation.evaluation``)."""
 from __future__ import annotations
 
 import argparse
@@ -177,7 +178,10 @@ def register(subparsers: Any) -> None:
                     "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "
                     "correlation against the best one's. The human score is an item score of that name (a "
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "
-                    "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater.")
+                    "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater; "
+                    "on Opik, each annotator's value. Several experiments, rater columns, --level item/system, "
+                    "--group-by, --ratings, --labels or --compare-metrics run the meta-evaluation: levels, "
+                    "metric-vs-metric permutation tests, the raters' own agreement, label agreement.")
     parser.add_argument("name", metavar="NAME", nargs="+",
                         help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
                              "written by `score --input ... --output --keep COLUMN`); several experiments on one "
