@@ -104,29 +104,34 @@ _FEW_LEVELS = 32
 
 
 def _concordance_by_levels(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``_concordance`` when ``y`` takes few values: for each y level b, every pair with a lower-level
-    pair i is concordant when x_i < x_j and discordant when x_i > x_j; with the lower levels' pairs
-    sorted by x once, where each pair j falls among them (``searchsorted``) is fixed, and each
-    resample needs one cumulative sum of their weights per level."""
+    """``_concordance`` when ``y`` takes few values. With the pairs sorted by x once, for each y
+    level b every pair j of level b meets the lower levels' pairs: concordant with those whose x is
+    below x_j (before x_j's run of equal values), discordant with those above it (after the run).
+    Each resample needs one cumulative sum of the lower levels' weights per level: O(P x levels)."""
     _, codes = np.unique(y, return_inverse=True)
     codes = codes.ravel()
+    order = np.argsort(x, kind="stable")
+    xs, cs = x[order], codes[order]
+    n = x.size
+    new_run = np.r_[True, xs[1:] != xs[:-1]]
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))           # first place of x's run
+    run_end = np.r_[np.flatnonzero(new_run)[1:], n][np.cumsum(new_run) - 1]        # one past its last place
     plans = []
     for b in range(1, int(codes.max()) + 1):
-        lower = np.flatnonzero(codes < b)
-        lower = lower[np.argsort(x[lower], kind="stable")]
-        at = np.flatnonzero(codes == b)
-        below = np.searchsorted(x[lower], x[at], side="left")      # lower pairs with x < x_j
-        upto = np.searchsorted(x[lower], x[at], side="right")      # ... with x <= x_j
-        plans.append((lower, at, below, upto))
+        is_lower = cs < b
+        before = np.r_[0, np.cumsum(is_lower)]         # lower places before each place
+        at = np.flatnonzero(cs == b)
+        plans.append((np.flatnonzero(is_lower), at, before[run_start[at]], before[run_end[at]]))
     out = np.empty(w.shape[0])
-    step = max(1, _BLOCK // max(x.size, 1))
+    step = max(1, _BLOCK // max(n, 1))
     for start in range(0, w.shape[0], step):
-        wt = np.ascontiguousarray(w[start:start + step].T)          # pairs x resamples
+        wt = np.ascontiguousarray(w[start:start + step][:, order].T)    # places (sorted by x) x resamples
         total = np.zeros(wt.shape[1])
-        for lower, at, below, upto in plans:
+        for lower, at, first, stop in plans:
             c = np.zeros((lower.size + 1, wt.shape[1]))
             np.cumsum(wt[lower], axis=0, out=c[1:])
-            signed = c[below] - (c[-1] - c[upto])                    # weight below x_j minus above it
+            # lower weight before x_j's run minus lower weight after it
+            signed = c[first] - (c[-1] - c[stop])
             total += np.einsum("ij,ij->j", wt[at], signed)
         out[start:start + step] = total
     return out
