@@ -160,9 +160,11 @@ def size_between(value: Any, low: int, high: int, where: str, message: str) -> N
 # utils/ValidationUtils.java: MIN/MAX_FEEDBACK_SCORE_VALUE = "-999999999.999999999"/"999999999.999999999".
 # Endpoints: PUT /v1/private/traces/feedback-scores (TracesResource.java, scoreBatchOfTraces) and
 # PUT /v1/private/spans/feedback-scores (SpansResource.java, scoreBatchOfSpans), body {"scores": [...]}.
-# One score per (entity, name, author): each user's write is its own row (authored_feedback_scores),
-# and a read folds the authors of one name together, as the experiment items' compare query does
-# (domain/DatasetItemVersionDAO.java, feedback_scores_final; the trace reads share the CTE):
+# One score per (entity, name, author), the latest of each author kept: domain/DatasetItemVersionDAO.java
+# (SELECT_DATASET_ITEM_VERSIONS_WITH_EXPERIMENT_ITEMS, the compare view the SDK's experiment items
+# read) unions feedback_scores (author = its last_updated_by, the user who logged it through the
+# SDK's PUT) with authored_feedback_scores, keeps ROW_NUMBER() = 1 per (entity, name, author) by
+# last_updated_at, and folds the authors of one name together (feedback_scores_final):
 #   value = IF(length(values) = 1, values[1], toDecimal64(arrayAvg(values), 9)),
 #   reason = the one reason, or the reasons joined by ", " with '' shown as "\\<no reason>",
 #   category_name = the categories joined by ", ", source = the first author's,
