@@ -24,6 +24,7 @@ import gzip
 import json
 import re
 import threading
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -119,6 +120,9 @@ class OpikRestServer:
         self.traces: dict[str, dict] = {}
         self.spans: dict[str, list[dict]] = {}                  # trace id -> its spans
         self.feedback_scores: dict[tuple[str, str], dict[str, dict]] = {}   # (trace|span, id) -> name -> score
+        self.authored: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}   # ... -> name -> author -> score
+        self.users: dict[str, str] = {}                         # API key -> the user it authenticates
+        self._request = threading.local()                       # the user of the request being answered
         self.dashboards: dict[str, dict] = {}
         self.attachments: list[dict] = []                       # each: its upload-start fields and data
         self.requests: list[tuple[str, str, Any]] = []
@@ -514,11 +518,17 @@ class OpikRestServer:
             existing.update(stored)
 
     def _store_scores(self, entity: str, scores: list[dict]) -> None:
-        """A checked batch kept: one score per entity and name (a later one replaces it)."""
+        """A checked batch kept: one score per entity, name and author (the author's later one
+        replaces it); reads see each name's authors folded together (rules.folded_score)."""
+        author = getattr(self._request, "author", rules.DEFAULT_AUTHOR)
+        now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
         for score in scores:
             self.project(score.get("project_name") or rules.DEFAULT_PROJECT)
             kept = {k: v for k, v in score.items() if v is not None and k not in ("id", "project_name", "project_id")}
-            self.feedback_scores.setdefault((entity, score["id"]), {})[score["name"]] = kept
+            kept["last_updated_at"] = now
+            by_author = self.authored.setdefault((entity, score["id"]), {}).setdefault(score["name"], {})
+            by_author[author] = kept
+            self.feedback_scores.setdefault((entity, score["id"]), {})[score["name"]] = rules.folded_score(by_author)
 
     def _scores_of(self, entity: str, entity_id: str) -> list[dict]:
         return list(self.feedback_scores.get((entity, entity_id), {}).values())
@@ -601,6 +611,8 @@ def _handler(server: OpikRestServer) -> type[BaseHTTPRequestHandler]:
                 raw = self.rfile.read(length) if length else b""
             if self.headers.get("Content-Encoding") == "gzip":      # the SDK gzips larger JSON bodies
                 raw = gzip.decompress(raw)
+            key = self.headers.get("Authorization")
+            server._request.author = server.users.get(key, rules.DEFAULT_AUTHOR) if key else rules.DEFAULT_AUTHOR
             status, answer, stream = server.answer_raw(self.command, parts.path, parse_qs(parts.query), raw)
             if answer is None:
                 data = b""

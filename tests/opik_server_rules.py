@@ -160,6 +160,43 @@ def size_between(value: Any, low: int, high: int, where: str, message: str) -> N
 # utils/ValidationUtils.java: MIN/MAX_FEEDBACK_SCORE_VALUE = "-999999999.999999999"/"999999999.999999999".
 # Endpoints: PUT /v1/private/traces/feedback-scores (TracesResource.java, scoreBatchOfTraces) and
 # PUT /v1/private/spans/feedback-scores (SpansResource.java, scoreBatchOfSpans), body {"scores": [...]}.
+# One score per (entity, name, author), the latest of each author kept: domain/DatasetItemVersionDAO.java
+# (SELECT_DATASET_ITEM_VERSIONS_WITH_EXPERIMENT_ITEMS, the compare view the SDK's experiment items
+# read) unions feedback_scores (author = its last_updated_by, the user who logged it through the
+# SDK's PUT) with authored_feedback_scores, keeps ROW_NUMBER() = 1 per (entity, name, author) by
+# last_updated_at, and folds the authors of one name together (feedback_scores_final):
+#   value = IF(length(values) = 1, values[1], toDecimal64(arrayAvg(values), 9)),
+#   reason = the one reason, or the reasons joined by ", " with '' shown as "\\<no reason>",
+#   category_name = the categories joined by ", ", source = the first author's,
+#   value_by_author = mapFromArrays(authors, (value, reason, category_name, source, last_updated_at)).
+# The author is the request's user; the stand-in names a request without an API key "admin" (its
+# choice for an install without authentication, not read from the backend) and maps API keys to
+# users through OpikRestServer.users.
+DEFAULT_AUTHOR = "admin"
+
+
+def folded_score(by_author: Mapping[str, dict]) -> dict:
+    """One name's scores by author (each as stored) as a read returns it, ``value_by_author`` included."""
+    entries = list(by_author.values())
+    first = entries[0]
+    values = [Decimal(str(e["value"])) for e in entries]
+    if len(entries) == 1:
+        value, reason = first["value"], first.get("reason")
+    else:
+        value = float((sum(values) / len(values)).quantize(Decimal("1e-9")))
+        reason = ", ".join(e.get("reason") or "\\<no reason>" for e in entries)
+    folded = {k: v for k, v in first.items() if k not in ("value", "reason", "category_name", "last_updated_at")}
+    folded.update(value=value, reason=reason)
+    categories = [e.get("category_name") or "" for e in entries]
+    if any(categories):
+        folded["category_name"] = ", ".join(categories)
+    folded["value_by_author"] = {
+        author: {k: e.get(k) for k in ("value", "reason", "category_name", "source", "last_updated_at")
+                 if e.get(k) is not None}
+        for author, e in by_author.items()}
+    return {k: v for k, v in folded.items() if v is not None}
+
+
 MIN_FEEDBACK_SCORE_VALUE = Decimal("-999999999.999999999")
 MAX_FEEDBACK_SCORE_VALUE = Decimal("999999999.999999999")
 MAX_BATCH = 1000

@@ -1,6 +1,7 @@
 """``opik-metrics agreement``: which of an experiment's scores agrees best with a human score
 (Kendall tau-c and tau-b, Spearman, Pearson, with bootstrap intervals), from the local store, an
-Opik server or a record file."""
+Opik server or a record file; given several experiments, raters, levels or --compare-metrics, the
+meta-evaluation (``opik_metrics.meta_evaluation.evaluation``)."""
 from __future__ import annotations
 
 import argparse
@@ -10,21 +11,136 @@ from typing import Any
 from opik_metrics.cli.options import add_store_argument
 
 
-def cmd_agreement(args: argparse.Namespace) -> int:
-    from opik_metrics.compare.human.source import agreement_of
-    from opik_metrics.compare.human.agreement import AgreementSettings
-    from opik_metrics.compare.reading.sources import load_compared
+def _meta_asked(args: argparse.Namespace) -> bool:
+    """Whether anything beyond one experiment's pooled agreement with one human score is asked."""
+    return (len(args.name) > 1 or bool(args.level and args.level != ["pooled"]) or bool(args.group_by)
+            or args.compare_metrics or len(args.human) > 1 or bool(args.ratings) or args.labels
+            or bool(args.threshold))
 
-    settings = AgreementSettings(raters=args.raters, resamples=args.resamples, seed=args.seed,
-                                 confidence=args.confidence)
+
+def cmd_meta(args: argparse.Namespace) -> int:
+    """Levels, several experiments or raters, metric-vs-metric tests: the meta-evaluation."""
+    from opik_metrics.compare.reading.sources import load_compared
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.compare.statistics.correlation import METHODS
+    from opik_metrics.meta_evaluation.evaluation import MetaSettings, meta_evaluate
+    from opik_metrics.meta_evaluation.metric_agreement import too_few_resamples
+    from opik_metrics.meta_evaluation.table import rated_table, ratings_file
+
+    settings = MetaSettings(levels=tuple(dict.fromkeys(args.level or ["pooled"])),
+                            methods=tuple(dict.fromkeys(args.method)) if args.method else METHODS,
+                            resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+                            compare_metrics=args.compare_metrics, permutations=args.permutations,
+                            labels=True if args.labels else None, thresholds=_thresholds(args.threshold))
     settings.check()
-    [records], _ = load_compared([args.name], store=args.store, opik=args.opik, project_name=args.project,
-                                 publishing=args.publish, check_pushed=args.publish,
-                                 local_advice="or pass --store PATH to read an experiment of the local store")
-    result = agreement_of(records, args.human, args.metric, settings)
+    if args.group_by and "system" in settings.levels:
+        raise ValueError("--level system needs systems (several experiments); the outputs --group-by collects "
+                         "under one item are not systems")
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    if settings.compare_metrics and settings.permutations < resamples_for(1.0 - settings.confidence):
+        raise ValueError("--permutations: "
+                         + too_few_resamples(settings.permutations, 1.0 - settings.confidence, "permutations"))
+    records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
+                               publishing=args.publish, check_pushed=args.publish,
+                               local_advice="or pass --store PATH to read an experiment of the local store")
+    _read_annotators(records, args)
+    long = ratings_file(args.ratings) if args.ratings else None
+    table = rated_table(records, args.human, args.metric, group_by=args.group_by, long_ratings=long)
+    result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
     files = None
     if args.output:
-        from opik_metrics.compare.human.report import write_agreement_report
+        from opik_metrics.meta_evaluation.meta_report import write_meta_report
+
+        try:
+            files = write_meta_report(result, args.output)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+        if files.note is not None:
+            print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
+    sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
+    if files is not None and args.format != "json":
+        print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        from opik_metrics.meta_evaluation.publish import publish_meta
+
+        say = sys.stderr if args.format == "json" else sys.stdout
+        for experiment in records:
+            published = publish_meta(result, experiment.name, project_name=args.project)
+            print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} meta-evaluation "
+                  f"score(s) on experiment {experiment.name}", file=say)
+            for score, (theirs, ours) in published.kept.items():
+                print(f"{experiment.name}: {score} was logged before as {theirs:.6g}; kept (this meta-evaluation "
+                      f"has {ours:.6g})", file=say)
+    return 0
+
+
+def _note_labels(result: Any, records: Any, human: str) -> None:
+    """Ratings that are two integers (yes/no votes) are labels: say that --labels scores them as such."""
+    import numpy as np
+
+    from opik_metrics.compare.statistics.trials import merge_trials
+    from opik_metrics.meta_evaluation.labels import is_labels
+    from opik_metrics.meta_evaluation.source import human_ratings
+
+    values = np.array([v for ratings in human_ratings(merge_trials(records), human).values() for v in ratings])
+    if is_labels(values):
+        result.notes.append(f"{human} holds two labels ({', '.join(f'{v:g}' for v in np.unique(values))}): "
+                            "--labels adds accuracy, Cohen's kappa and F1 against each metric's labels")
+
+
+def _thresholds(given: list[str] | None) -> tuple[tuple[str, float], ...]:
+    out = []
+    for text in given or []:
+        name, sep, value = text.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not name or number != number:
+            raise ValueError(f"--threshold {text!r}: expected METRIC=NUMBER, e.g. clip_s=0.75")
+        out.append((name, number))
+    return tuple(out)
+
+
+def _read_annotators(records: list, args: argparse.Namespace) -> None:
+    """An Opik experiment's human score, read per author (``value_by_author``): one rater each."""
+    opik_read = [r for r in records if any(item.trace_id for item in r.items)]
+    if not opik_read or args.ratings:
+        return
+    from opik_metrics.meta_evaluation.opik_authors import read_authors
+
+    for experiment in opik_read:
+        read_authors(experiment, args.human, project_name=args.project, progress=sys.stderr.isatty())
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    if not args.human and not args.ratings:
+        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table)")
+    args.human = args.human or []
+    if _meta_asked(args):
+        return cmd_meta(args)
+    from opik_metrics.compare.reading.sources import load_compared
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.compare.statistics.correlation import METHODS
+    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, too_few_resamples
+    from opik_metrics.meta_evaluation.source import agreement_of
+
+    methods = tuple(dict.fromkeys(args.method)) if args.method else METHODS
+    settings = AgreementSettings(methods=methods, raters=args.raters, resamples=args.resamples, seed=args.seed,
+                                 confidence=args.confidence)
+    settings.check()
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    [records], _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
+                                 publishing=args.publish, check_pushed=args.publish,
+                                 local_advice="or pass --store PATH to read an experiment of the local store")
+    _read_annotators([records], args)
+    result = agreement_of(records, args.human[0], args.metric, settings, progress=sys.stderr.isatty())
+    _note_labels(result, records, args.human[0])
+    files = None
+    if args.output:
+        from opik_metrics.meta_evaluation.report import write_agreement_report
 
         try:
             files = write_agreement_report(result, args.output)
@@ -39,7 +155,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         if files is not None:
             print(f"\nreport: {files.html}\ndata:   {files.json}")
     if args.publish:
-        from opik_metrics.compare.human.publish import publish_agreement
+        from opik_metrics.meta_evaluation.publish import publish_agreement
 
         published = publish_agreement(result, records.name, project_name=args.project)
         say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
@@ -66,14 +182,44 @@ def register(subparsers: Any) -> None:
                     "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "
                     "correlation against the best one's. The human score is an item score of that name (a "
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "
-                    "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater.")
-    parser.add_argument("name", metavar="NAME",
+                    "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater; "
+                    "on Opik, each annotator's value. Several experiments, rater columns, --level item/system, "
+                    "--group-by, --ratings, --labels or --compare-metrics run the meta-evaluation: levels, "
+                    "metric-vs-metric permutation tests, the raters' own agreement, label agreement.")
+    parser.add_argument("name", metavar="NAME", nargs="+",
                         help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
-                             "written by `score --input ... --output --keep COLUMN`)")
-    parser.add_argument("--human", required=True, metavar="SCORE", help="the human score's name")
+                             "written by `score --input ... --output --keep COLUMN`); several experiments on one "
+                             "dataset are several systems (item and system levels)")
+    parser.add_argument("--human", metavar="SCORE", action="append",
+                        help="the human score's name; repeated, one rater column each (their mean is the human "
+                             "score, and the raters' own agreement is shown)")
+    parser.add_argument("--level", action="append", choices=["pooled", "item", "system"],
+                        help="correlate pooled over all cells (default), per item across systems then averaged, "
+                             "or on the systems' means (with pairwise accuracy); repeatable")
+    parser.add_argument("--group-by", metavar="FIELD",
+                        help="one file whose rows are several outputs of one item: FIELD names the item (the "
+                             "unit resampled; item level correlates each item's outputs)")
+    parser.add_argument("--ratings", metavar="FILE",
+                        help="human ratings as a long table (.jsonl / .csv with item, rater and rating columns; "
+                             "item is the experiment's item key; with several experiments a system column names "
+                             "the experiment), instead of --human's values")
+    parser.add_argument("--compare-metrics", action="store_true",
+                        help="test every pair of metrics (paired permutation test PERM-BOTH, Holm-corrected) and "
+                             "group the metrics the test cannot tell apart")
+    parser.add_argument("--labels", action="store_true",
+                        help="read the human ratings as labels (detected when they are two integers, e.g. yes/no "
+                             "votes): accuracy, Cohen's kappa and F1 of each metric's labels")
+    parser.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                        help="label a metric 'yes' at or above VALUE (at or below for a lower-is-better metric); "
+                             "default: cut where it gives each label the share people gave it (repeatable)")
+    parser.add_argument("--permutations", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"permutations of --compare-metrics (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
                              "parts and the human one)")
+    parser.add_argument("--method", action="append", choices=["kendall_c", "kendall_b", "spearman", "pearson"],
+                        help="correlation to compute (repeatable; default all four); only those asked for are "
+                             "computed on each resample")
     parser.add_argument("--raters", choices=["mean", "pairs"], default="mean",
                         help="several ratings of one item: their mean (default), or each rating a pair of its own "
                              "(an item's pairs are resampled together)")
@@ -84,16 +230,20 @@ def register(subparsers: Any) -> None:
                              "is configured, else the local store)")
     parser.add_argument("--project", help="Opik project of the experiment (--opik)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES})")
+                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES}); fewer than a test at "
+                             "1 - confidence can ever reject with (20 at 0.95) are refused")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
     parser.add_argument("--publish", action="store_true",
                         help="write each correlation and its interval as experiment scores on the experiment in Opik "
-                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high) and the whole agreement in its metadata; "
+                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high; a meta-evaluation: meta.LEVEL.METHOD.SCORE on each "
+                             "experiment compared) and the whole result in its metadata; "
                              "an experiment of the local store must be pushed first")
     parser.add_argument("--output", "-o", metavar="DIR",
                         help="also write a report: DIR/index.html (the table, a plot of the correlations with their "
-                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png")
+                             "intervals, each score against the best), DIR/agreement.json and DIR/agreement.png; "
+                             "a meta-evaluation writes DIR/meta_evaluation.json and .png (levels, tests and "
+                             "groups, raters, labels)")
     parser.set_defaults(func=cmd_agreement)

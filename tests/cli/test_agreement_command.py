@@ -7,7 +7,7 @@ import json
 import pytest
 
 from opik_metrics.cli.main import main
-from opik_metrics.compare import agreement
+from opik_metrics.meta_evaluation import agreement
 
 pytest.importorskip("scipy")
 
@@ -64,8 +64,8 @@ def test_output_writes_the_report_page_plot_and_json(rated, tmp_path, capsys):
 
 
 def test_the_page_says_why_a_correlation_has_no_value(tmp_path):
-    from opik_metrics.compare.human.report import write_agreement_report
-    from opik_metrics.compare.human.agreement import AgreementSettings, agreement_from_scores
+    from opik_metrics.meta_evaluation.report import write_agreement_report
+    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, agreement_from_scores
 
     result = agreement_from_scores({"a": [1.0], "b": [2.0], "c": [3.0]},
                                    {"flat": {"a": 0.0, "b": 0.0, "c": 0.0}, "m": {"a": 0.1, "b": 0.5, "c": 0.2}},
@@ -77,3 +77,17 @@ def test_the_page_says_why_a_correlation_has_no_value(tmp_path):
     nothing = agreement_from_scores({"a": [1.0]}, {"m": {"a": 0.1}}, AgreementSettings(resamples=20))
     again = write_agreement_report(nothing, tmp_path / "r")
     assert again.plot is None and not (tmp_path / "r" / "agreement.png").exists()
+
+
+def test_method_computes_only_what_is_asked_and_too_few_resamples_are_refused(rated, capsys):
+    capsys.readouterr()
+    assert main(["agreement", rated, "--human", "human", "-m", "bleu", "--method", "spearman", "--method",
+                 "kendall_b", "--format", "json", "--resamples", "40"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["settings"]["methods"] == ["spearman", "kendall_b"]
+    assert sorted(printed["metrics"][0]["correlations"]) == ["kendall_b", "spearman"]
+    assert main(["agreement", rated, "--human", "human", "--resamples", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "smallest p-value is 1/11; use at least 20" in err
+    assert main(["agreement", rated, "--human", "human", "--resamples", "99", "--confidence", "0.99"]) == 2
+    assert "use at least 100" in capsys.readouterr().err

@@ -438,3 +438,11 @@ def test_indices_drawn_block_by_block_equal_one_draw(monkeypatch, n_items, n_res
         one_draw = np.random.default_rng(seed).choice(n_items, size=(n_resamples, n_items), replace=True)
         assert idx.dtype == np.int32 and idx.shape == one_draw.shape
         assert np.array_equal(idx, one_draw)
+
+
+@pytest.mark.parametrize("alpha, fewest", [(0.05, 20), (0.01, 100), (0.1, 10), (0.5, 2), (0.9, 1), (0.025, 40)])
+def test_resamples_for_is_the_fewest_whose_smallest_p_is_below_alpha(alpha, fewest):
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+
+    assert resamples_for(alpha) == fewest
+    assert 1 / (fewest + 1) < alpha and (fewest == 1 or 1 / fewest >= alpha)

@@ -90,3 +90,45 @@ def test_bad_input_is_refused():
         correlation("tau", [1, 2], [1, 2])
     with pytest.raises(ValueError, match="one of each per pair"):
         correlation("spearman", [1, 2, 3], [1, 2])
+
+
+def brute_concordance(x, y, w) -> np.ndarray:
+    """The definition, pair by pair: sum over i < j of w_i w_j sign(x_i - x_j) sign(y_i - y_j)."""
+    signs = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
+    return np.einsum("ri,ij,rj->r", w, np.triu(signs, 1), w)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("path", ["levels", "merge"])
+def test_concordance_equals_the_pairwise_definition(seed, path):
+    """Both counts are exact (whole numbers) on tie-heavy and continuous columns, odd sizes, zero
+    weights and repeated draws alike: by levels when a column has at most 32 distinct values, by
+    merge sort's levels (O(P log P)) when both have more."""
+    from opik_metrics.compare.statistics.correlation import _concordance
+
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        if path == "levels":
+            n = int(rng.integers(1, 70))
+            x = rng.integers(0, int(rng.integers(1, 9)), n).astype(float) if rng.random() < 0.6 else rng.normal(size=n)
+            y = rng.integers(0, int(rng.integers(1, 33)), n).astype(float)
+        else:
+            n = int(rng.integers(70, 130))
+            x = np.round(3 * rng.normal(size=n), 1)      # ties, but more than 32 distinct values
+            y = np.round(x + rng.normal(size=n), 1)
+            assert min(np.unique(x).size, np.unique(y).size) > 32
+        w = rng.integers(0, 4, (7, n)).astype(float)
+        assert np.array_equal(_concordance(x, y, w), brute_concordance(x, y, w))
+
+
+def test_kendall_on_ten_thousand_pairs_equals_scipy_on_the_gathered_resamples():
+    rng = np.random.default_rng(11)
+    n = 10_000
+    x = np.round(rng.normal(size=n), 2)
+    y = rng.integers(1, 5, size=n).astype(float)
+    idx = rng.integers(0, n, size=(3, n))
+    w = np.stack([np.bincount(row, minlength=n) for row in idx])
+    for method in ("kendall_b", "kendall_c"):
+        ours = resampled_correlations(method, x, y, w)
+        for r in range(3):
+            assert ours[r] == pytest.approx(scipy_value(method, x[idx[r]], y[idx[r]]), abs=1e-12)

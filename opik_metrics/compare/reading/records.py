@@ -28,6 +28,8 @@ class ItemRecord:
     trials: int = 1                      # runs of this item merged into it (trials.merge_trials)
     trial_sd: dict[str, float] = field(default_factory=dict)      # score name -> its SD across the trials
     cluster: str | None = None           # the group it is resampled with (trials.assign_clusters)
+    trace_id: str | None = None          # Opik: the trace its feedback scores are logged on
+    authored: dict[str, dict[str, float]] = field(default_factory=dict)   # score name -> author -> value
 
     def text(self) -> str:
         """The output text (``output`` field, else the whole output as JSON-ish text)."""

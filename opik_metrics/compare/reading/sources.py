@@ -221,7 +221,7 @@ def _item_input(content: Any) -> dict:
 def _opik_item(key: str, position: int, item_input: dict, content: Any) -> ItemRecord:
     output = content.evaluation_task_output
     record = ItemRecord(key=key, position=position, input=item_input,
-                        output=output if isinstance(output, dict) else None)
+                        output=output if isinstance(output, dict) else None, trace_id=content.trace_id)
     if record.output is None:
         record.failed, record.stage = True, "task"
         record.reason = "no task output recorded on the server (the task failed for this item)"

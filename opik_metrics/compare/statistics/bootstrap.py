@@ -27,7 +27,10 @@ __all__ = [
     "Statistic",
     "bootstrap_interval",
     "paired_bootstrap",
+    "paired_from_resamples",
+    "percentile_interval",
     "resample_indices",
+    "resamples_for",
     "wins_ties_losses",
 ]
 
@@ -314,6 +317,29 @@ def _percentile_bounds(values: np.ndarray, confidence: float) -> tuple[float, fl
     return float(ordered[k]), float(ordered[ordered.size - 1 - k])
 
 
+def resamples_for(alpha: float) -> int:
+    """The fewest resamples (or permutations) whose smallest p-value, 1 / (R + 1), is below
+    ``alpha``: 20 for 0.05, 100 for 0.01. With fewer, no test can come out significant."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    alpha = float(alpha) * (1.0 - 1e-9)     # 1 - 0.95 is 0.050000000000000044: still 0.05
+    r = max(1, math.floor(1.0 / alpha) - 1)
+    while 1.0 / (r + 1) >= alpha:
+        r += 1
+    while r > 1 and 1.0 / r < alpha:
+        r -= 1
+    return r
+
+
+def percentile_interval(estimate: float, values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """The percentile interval around ``estimate`` of resampled ``values`` already computed (as
+    ``bootstrap_interval`` gives it for the same values)."""
+    confidence = _check_confidence(confidence)
+    values = np.asarray(values, dtype=np.float64)
+    low, high = _percentile_bounds(values, confidence)
+    return Interval(float(estimate), low, high, confidence, float(values.mean()))
+
+
 def bootstrap_interval(statistic: Statistic, idx: np.ndarray,
                        confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """Percentile interval of ``statistic`` over the resamples in ``idx`` (as sacrebleu's estimate_ci).
@@ -342,7 +368,6 @@ def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
             "a paired test needs both scored on the same items"
         )
     idx = _check_indices(idx, baseline.n_items)
-    n_resamples = idx.shape[0]
     both = (_corpus_to_count(baseline, idx), _corpus_to_count(system, idx))
     if both[0] is not None and both[1] is not None:
         baseline_r, system_r = resampled_together([both[0], both[1]], idx)     # one count per block for both
@@ -352,8 +377,16 @@ def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
     else:
         baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
         system_r = np.asarray(system.resampled(idx), dtype=np.float64)
-    baseline_value, system_value = float(baseline.value), float(system.value)
+    return paired_from_resamples(float(baseline.value), float(system.value), baseline_r, system_r, confidence)
 
+
+def paired_from_resamples(baseline_value: float, system_value: float, baseline_r: np.ndarray,
+                          system_r: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> PairedResult:
+    """``paired_bootstrap``'s result from both sides' values on the same resamples, already computed."""
+    confidence = _check_confidence(confidence)
+    baseline_r = np.asarray(baseline_r, dtype=np.float64)
+    system_r = np.asarray(system_r, dtype=np.float64)
+    n_resamples = int(baseline_r.size)
     delta_low, delta_high = _percentile_bounds(system_r - baseline_r, confidence)
     observed = abs(system_value - baseline_value)
     note = None

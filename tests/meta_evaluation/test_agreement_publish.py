@@ -9,9 +9,9 @@ import opik
 import pytest
 
 from opik_metrics.cli.main import main
-from opik_metrics.compare.human.publish import AGREEMENT_KEY
+from opik_metrics.meta_evaluation.publish import AGREEMENT_KEY
 from tests.compare.opik_seed import seed_from_store
-from tests.compare.test_agreement_sources import RATINGS, store_path  # noqa: F401 (a fixture)
+from tests.meta_evaluation.test_agreement_sources import RATINGS, store_path  # noqa: F401 (a fixture)
 from tests.opik_rest_server import OpikRestServer
 
 pytest.importorskip("scipy")
@@ -85,3 +85,28 @@ def test_names_an_earlier_publish_wrote_are_replaced_and_foreign_ones_stay(serve
     assert scores["agreement.kendall_c.bleu"] == 0.5 and "corpus_bleu" in scores
     assert set(metadata[AGREEMENT_KEY]["published_scores"]) == {n for n in scores if ".rougeL_f1" in n}
     capsys.readouterr()
+
+
+def test_a_meta_evaluation_publishes_its_levels_and_writes_its_report(server, tmp_path, capsys):
+    from opik_metrics.meta_evaluation.publish import META_KEY
+
+    report = tmp_path / "meta"
+    args = ["agreement", "captions", "--human", "annotator", "--opik", "--resamples", "30", "--level", "pooled",
+            "--level", "item", "-m", "bleu", "--method", "spearman", "--format", "json", "-o", str(report)]
+    capsys.readouterr()
+    assert main([*args, "--publish"]) == 0
+    out, err = capsys.readouterr()
+    printed = json.loads(out)
+    assert "published:" in err
+    scores, metadata = _experiment()
+    pooled = printed["correlations"]["bleu"]["pooled"]["spearman"]
+    assert scores["meta.pooled.spearman.bleu"] == pytest.approx(pooled["estimate"], abs=1e-9)
+    assert scores["meta.pooled.spearman.bleu.ci_low"] == pytest.approx(pooled["low"], abs=1e-9)
+    assert scores["agreement.kendall_c.bleu"] == 0.5                  # someone else's: kept
+    assert metadata[META_KEY]["meta_evaluation"]["correlations"] == printed["correlations"]
+    assert json.loads((report / "meta_evaluation.json").read_text()) == printed
+    page = (report / "index.html").read_text()
+    assert "Pooled level" in page and "Item level" in page and '<img src="meta_evaluation.png"' in page
+    writes = len(server.writes())
+    assert main([*args, "--publish"]) == 0                           # the same again: nothing written
+    assert "unchanged:" in capsys.readouterr().err and len(server.writes()) == writes

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from opik_metrics.compare.statistics.bootstrap import resample_indices
-from opik_metrics.compare.human.agreement import AgreementSettings, agreement_from_scores
+from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, agreement_from_scores
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -131,3 +131,11 @@ def test_bad_settings_and_ratings_are_refused():
         agreement_from_scores({"a": [float("nan")]}, {}, AgreementSettings())
     with pytest.raises(ValueError, match="methods: choose from"):
         agreement_from_scores({}, {}, AgreementSettings(methods=("tau",)))
+
+
+def test_too_few_resamples_for_the_test_are_named_in_one_note():
+    human, scores = rated_set()
+    result = agreement_from_scores(human, scores, AgreementSettings(resamples=19))
+    assert result.notes == ["19 resamples cannot show anything significant at 0.05: the smallest p-value is 1/20; "
+                            "use at least 20"]
+    assert agreement_from_scores(human, scores, AgreementSettings(resamples=20)).notes == []

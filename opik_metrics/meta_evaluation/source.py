@@ -15,12 +15,12 @@ import os
 from typing import Any, Sequence
 
 from opik_metrics.compare.analysis import score_facts
-from opik_metrics.compare.human.agreement import Agreement, AgreementSettings, agreement_from_scores
+from opik_metrics.meta_evaluation.metric_agreement import Agreement, AgreementSettings, agreement_from_scores
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.core.numbers import is_number
 
-__all__ = ["agreement", "agreement_of", "human_ratings"]
+__all__ = ["agreement", "agreement_of", "human_ratings", "item_ratings"]
 
 
 def _parse(value: Any, key: str, human: str) -> list[float] | None:
@@ -44,7 +44,11 @@ def _parse(value: Any, key: str, human: str) -> list[float] | None:
     return [float(v) for v in values]
 
 
-def _item_ratings(item: ItemRecord, human: str) -> list[float] | None:
+def item_ratings(item: ItemRecord, human: str) -> list[float] | None:
+    """One item's ratings of ``human``: each author's value when Opik gave them (``opik_authors``),
+    else the score, else the input field (see the module)."""
+    if item.authored.get(human):
+        return list(item.authored[human].values())
     if human in item.scores:
         return [item.scores[human]]
     if human in item.non_finite:
@@ -57,7 +61,7 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
     are left out. ValueError when no item has one, naming what the items do have."""
     out: dict[str, list[float]] = {}
     for item in records.items:
-        ratings = _item_ratings(item, human)
+        ratings = item_ratings(item, human)
         if ratings is not None:
             out[item.key] = ratings
     if not out:
@@ -69,7 +73,7 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
 
 
 def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] | None = None,
-                 settings: AgreementSettings | None = None) -> Agreement:
+                 settings: AgreementSettings | None = None, *, progress: bool = False) -> Agreement:
     """The agreement of the experiment's scores (``metrics``, else every score but precision/recall
     parts and the human one) with the human score ``human``. The trials of one item are one item:
     its mean score (``trials.merge_trials``)."""
@@ -90,7 +94,7 @@ def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] 
               for name in chosen}
     lower = {name for name in chosen if not score_facts(name, [records]).higher_is_better}
     return agreement_from_scores(ratings, scores, settings, experiment=records.name, source=records.source,
-                                 human_name=human, lower_is_better=lower)
+                                 human_name=human, lower_is_better=lower, progress=progress)
 
 
 def agreement(name: str, human: str, metrics: Sequence[str] | None = None, *,
@@ -110,4 +114,8 @@ def agreement(name: str, human: str, metrics: Sequence[str] | None = None, *,
     settings.check()
     [records], _ = load_compared([name], store=store, opik=opik, project_name=project_name,
                                       local_advice="or pass store=PATH to read an experiment of the local store")
+    if any(item.trace_id for item in records.items):      # Opik: each annotator's value, not their mean
+        from opik_metrics.meta_evaluation.opik_authors import read_authors
+
+        read_authors(records, [human], project_name=project_name)
     return agreement_of(records, human, metrics, settings)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from opik_metrics.compare.report.formatting import DASH, fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.report.html import PAGE_CSS, esc
-from opik_metrics.compare.human.agreement import KENDALL_NOTE, Agreement
+from opik_metrics.meta_evaluation.metric_agreement import KENDALL_NOTE, Agreement
 from opik_metrics.compare.report.plot_files import plots_unavailable
 
 if TYPE_CHECKING:

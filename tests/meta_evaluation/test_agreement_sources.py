@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from opik_metrics import BLEU, ROUGE
-from opik_metrics.compare import agreement
-from opik_metrics.compare.human.source import human_ratings
+from opik_metrics.meta_evaluation import agreement
+from opik_metrics.meta_evaluation.source import human_ratings
 from opik_metrics.compare.reading.sources import from_records, from_store
 from opik_metrics.experiments.runner import run_experiment
 from opik_metrics.experiments.store import ExperimentStore

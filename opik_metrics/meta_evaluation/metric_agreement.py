@@ -12,16 +12,21 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from opik_metrics.compare.statistics.bootstrap import bootstrap_interval, paired_bootstrap, resample_indices
-from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations
+from opik_metrics.compare.statistics.bootstrap import (paired_from_resamples, percentile_interval, resample_indices,
+                                                       resamples_for)
+from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations_together
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 __all__ = ["DEFAULT_KENDALL", "RATERS", "Agreement", "AgreementSettings", "Correlation", "MetricAgreement",
-           "VersusBest", "agreement_from_scores"]
+           "VersusBest", "agreement_from_scores", "too_few_resamples"]
+
+#: Bound on the elements of one (resamples x pairs) block of weights.
+_BLOCK = 1 << 22
 
 #: How several ratings of one item enter: their mean as one pair, or each rating as a pair of its own
 #: (the item's pairs are resampled together).
@@ -199,17 +204,27 @@ class _Pairs:
         return (distinct_counts(self.human, w) >= 2) & (distinct_counts(self.score, w) >= 2)
 
 
-class _CorrelationStatistic:
-    """A correlation as bootstrap.Statistic: its value, and its value on resampled items."""
+class _Resampled:
+    """Every asked-for correlation of one metric on its items: the full-sample values and the
+    values on each resample (NaN where a column is constant), computed once, a block of resamples
+    at a time so memory stays bounded; a paired test on the same items reuses them."""
 
-    def __init__(self, pairs: _Pairs, method: str) -> None:
-        self.pairs, self.method = pairs, method
-        self.n_items = pairs.n_items
-        full = np.arange(pairs.n_items)[None, :]
-        self.value = float(self.resampled(full)[0])
-
-    def resampled(self, idx: np.ndarray) -> np.ndarray:
-        return resampled_correlations(self.method, self.pairs.score, self.pairs.human, self.pairs.weights(idx))
+    def __init__(self, pairs: _Pairs, settings: AgreementSettings, bar: Any) -> None:
+        methods = list(settings.methods)
+        self.pairs = pairs
+        self.value = {m: float(v[0]) for m, v in resampled_correlations_together(
+            methods, pairs.score, pairs.human, np.ones((1, pairs.human.size), dtype=np.int64)).items()}
+        idx = resample_indices(pairs.n_items, settings.resamples, settings.seed)
+        self.values = {m: np.empty(settings.resamples) for m in methods}
+        self.defined = np.empty(settings.resamples, dtype=bool)
+        step = max(1, _BLOCK // max(pairs.human.size, 1))
+        for start in range(0, settings.resamples, step):
+            w = pairs.weights(idx[start:start + step])
+            stop = start + w.shape[0]
+            self.defined[start:stop] = (distinct_counts(pairs.human, w) >= 2) & (distinct_counts(pairs.score, w) >= 2)
+            for m, v in resampled_correlations_together(methods, pairs.score, pairs.human, w).items():
+                self.values[m][start:stop] = v
+            bar.update(w.shape[0])
 
 
 def _undefined_reason(pairs: _Pairs, metric: str, human: str) -> str | None:
@@ -224,16 +239,34 @@ def _undefined_reason(pairs: _Pairs, metric: str, human: str) -> str | None:
 
 def agreement_from_scores(human: Mapping[str, Sequence[float]], scores: Mapping[str, Mapping[str, float]],
                           settings: AgreementSettings | None = None, *, experiment: str = "", source: str = "",
-                          human_name: str = "human", lower_is_better: Collection[str] = ()) -> Agreement:
+                          human_name: str = "human", lower_is_better: Collection[str] = (),
+                          progress: bool = False) -> Agreement:
     """The agreement of each score in ``scores`` (name -> item key -> value) with the human ratings
     (item key -> one or more ratings) on the items both have. Scores in ``lower_is_better`` are
-    negated first, so that for every metric a higher correlation means closer to people."""
+    negated first, so that for every metric a higher correlation means closer to people.
+    ``progress`` shows a bar of resamples done (stderr)."""
     settings = settings or AgreementSettings()
     settings.check()
     ratings = {str(k): _ratings(v, str(k)) for k, v in human.items()}
     item_order = list(ratings)
     results: list[MetricAgreement] = []
     values: dict[str, dict[str, float]] = {}
+    bar = tqdm(total=0, desc="agreement resamples", unit="resample", disable=not progress, leave=False)
+    cache: dict[tuple[str, tuple[str, ...]], _Resampled | None] = {}
+
+    def resampled(name: str, keys: list[str]) -> _Resampled | None:
+        """The metric's correlations on ``keys``, computed once (None when undefined there)."""
+        key = (name, tuple(keys))
+        if key not in cache:
+            pairs = _Pairs(keys, ratings, values[name], settings.raters)
+            if _undefined_reason(pairs, name, human_name):
+                cache[key] = None
+            else:
+                bar.total += settings.resamples
+                bar.refresh()
+                cache[key] = _Resampled(pairs, settings, bar)
+        return cache[key]
+
     for name, by_item in scores.items():
         sign = -1.0 if name in lower_is_better else 1.0
         values[name] = {str(k): sign * float(v) for k, v in by_item.items() if str(k) in ratings}
@@ -245,9 +278,9 @@ def agreement_from_scores(human: Mapping[str, Sequence[float]], scores: Mapping[
         result = MetricAgreement(metric=name, n_items=len(keys), n_pairs=int(pairs.human.size),
                                  human_only=len(ratings) - len(keys), oriented=sign < 0)
         reason = _undefined_reason(pairs, name, human_name)
-        idx = None if reason else resample_indices(len(keys), settings.resamples, settings.seed)
+        computed = None if reason else resampled(name, keys)
         for method in settings.methods:
-            result.correlations[method] = _correlation(pairs, method, idx, settings.confidence, reason)
+            result.correlations[method] = _correlation(computed, method, settings.confidence, reason)
         results.append(result)
     best: dict[str, str | None] = {}
     for method in settings.methods:
@@ -258,29 +291,39 @@ def agreement_from_scores(human: Mapping[str, Sequence[float]], scores: Mapping[
             continue
         for m in results:
             if m is not top and m.correlations[method].estimate is not None:
-                m.versus_best[method] = _versus(method, m.metric, top.metric, item_order, ratings, values, settings)
+                m.versus_best[method] = _versus(method, m.metric, top.metric, item_order, ratings, values, settings,
+                                                resampled)
+    bar.close()
     notes = []
     if settings.raters == "pairs":
         notes.append("raters=pairs: each rating is a pair of its own; an item's pairs are resampled together")
+    floor = resamples_for(1.0 - settings.confidence)
+    if settings.resamples < floor:
+        notes.append(too_few_resamples(settings.resamples, 1.0 - settings.confidence))
     return Agreement(experiment=experiment, source=source, human=human_name, settings=settings,
                      human_items=len(ratings), metrics=results, best=best, notes=notes)
 
 
-def _correlation(pairs: _Pairs, method: str, idx: np.ndarray | None, confidence: float,
-                 reason: str | None) -> Correlation:
-    if idx is None:
+def too_few_resamples(resamples: int, alpha: float, noun: str = "resamples") -> str:
+    """The one line that says a resample (or permutation) count cannot show significance at ``alpha``."""
+    return (f"{resamples} {noun} cannot show anything significant at {alpha:.2g}: the smallest p-value is "
+            f"1/{resamples + 1}; use at least {resamples_for(alpha)}")
+
+
+def _correlation(computed: _Resampled | None, method: str, confidence: float, reason: str | None) -> Correlation:
+    if computed is None:
         return Correlation(method, None, reason=reason)
-    statistic = _CorrelationStatistic(pairs, method)
-    rows = idx[pairs.defined_rows(idx)]
-    if rows.shape[0] == 0:
-        return Correlation(method, statistic.value, resamples=0,
-                           reason="every resample has a constant column: no interval")
-    interval = bootstrap_interval(statistic, rows, confidence)
-    return Correlation(method, statistic.value, interval.low, interval.high, int(rows.shape[0]))
+    value = computed.value[method]
+    rows = computed.values[method][computed.defined]
+    if rows.size == 0:
+        return Correlation(method, value, resamples=0, reason="every resample has a constant column: no interval")
+    interval = percentile_interval(value, rows, confidence)
+    return Correlation(method, value, interval.low, interval.high, int(rows.size))
 
 
 def _versus(method: str, metric: str, best: str, item_order: list[str], ratings: Mapping[str, list[float]],
-            values: Mapping[str, Mapping[str, float]], settings: AgreementSettings) -> VersusBest:
+            values: Mapping[str, Mapping[str, float]], settings: AgreementSettings,
+            resampled: Callable[[str, list[str]], _Resampled | None]) -> VersusBest:
     """``metric``'s correlation minus ``best``'s, paired on the items both scores and the human have."""
     keys = [k for k in item_order if k in values[metric] and k in values[best]]
     mine = _Pairs(keys, ratings, values[metric], settings.raters)
@@ -288,12 +331,13 @@ def _versus(method: str, metric: str, best: str, item_order: list[str], ratings:
     reason = _undefined_reason(mine, metric, "the human score") or _undefined_reason(theirs, best, "the human score")
     if reason:
         return VersusBest(method, best, None, n_items=len(keys), reason=reason)
-    idx = resample_indices(len(keys), settings.resamples, settings.seed)
-    rows = idx[mine.defined_rows(idx) & theirs.defined_rows(idx)]
-    if rows.shape[0] == 0:
+    a, b = resampled(metric, keys), resampled(best, keys)
+    assert a is not None and b is not None
+    rows = a.defined & b.defined
+    if not rows.any():
         return VersusBest(method, best, None, n_items=len(keys), reason="every resample has a constant column")
-    result = paired_bootstrap(_CorrelationStatistic(theirs, method), _CorrelationStatistic(mine, method), rows,
-                              settings.confidence)
+    result = paired_from_resamples(b.value[method], a.value[method], b.values[method][rows], a.values[method][rows],
+                                   settings.confidence)
     return VersusBest(method, best, result.delta, result.delta_low, result.delta_high, result.p_value,
                       significant=result.p_value < 1.0 - settings.confidence and result.delta < 0, n_items=len(keys),
-                      resamples=int(rows.shape[0]), reason=result.note)
+                      resamples=int(rows.sum()), reason=result.note)

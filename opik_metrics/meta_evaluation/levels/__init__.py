@@ -1,0 +1,2 @@
+"""Correlations by level (pooled, item, system) with bootstrap intervals, and the per-item
+correlations they need."""
