@@ -30,6 +30,7 @@ _PUBLIC = {
     "EvaluateMetric": "opik_metrics.metrics.evaluate_module",
     "evaluate": "opik_metrics.experiments.evaluate",
     "evaluate_experiment": "opik_metrics.experiments.evaluate",
+    "score_traces": "opik_metrics.traces.scoring",
 }
 __all__ = sorted(_PUBLIC)
 

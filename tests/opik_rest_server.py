@@ -16,7 +16,8 @@ them, a feedback-score batch with one bad score is refused whole. It serves what
 background streamer sends (trace and span batches and updates, trace and span feedback-score
 batches), so ``opik.evaluate`` and ``client.trace(...)`` run against it without the in-memory
 emulator; an experiment item reads its trace's input, output and feedback scores, as the real
-server joins them.
+server joins them. Trace and span searches apply the filters of Opik's query language and page
+newest first below ``last_retrieved_id``, as the backend's stream does (rules.check_filters).
 """
 from __future__ import annotations
 
@@ -462,23 +463,25 @@ class OpikRestServer:
         if method == "POST" and p == "/v1/private/traces/search":
             _check_keys(body, {"project_name", "project_id", "filters", "last_retrieved_id", "limit", "truncate",
                                "strip_attachments", "exclude", "from_time", "to_time"}, "traces/search")
-            if body.get("filters"):
-                self.unexpected.append(f"{method} {p} with filters (not served here)")
-                return 404, {"errors": ["trace filters are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "traces")
+            limit = rules.search_limit(body.get("limit"))
             project = self._project_of_request(body)
-            rows = [self._trace_public(t) for t in self.traces.values()
-                    if "start_time" in t and t.get("project_name") == project]
-            return 200, self._page(rows, body), True
+            rows = self._searched([t for t in self.traces.values()
+                                   if "start_time" in t and t.get("project_name") == project],
+                                  "trace", filters, body.get("last_retrieved_id"), limit)
+            return 200, [self._trace_public(t) for t in rows], True
         if method == "POST" and p == "/v1/private/spans/search":
             _check_keys(body, {"trace_id", "project_name", "project_id", "type", "filters", "limit",
                                "last_retrieved_id", "truncate", "exclude", "from_time", "to_time"}, "spans/search")
-            if body.get("filters"):
-                self.unexpected.append(f"{method} {p} with filters (not served here)")
-                return 404, {"errors": ["span filters are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "spans")
+            limit = rules.search_limit(body.get("limit"))
             project = self._project_of_request(body)
-            spans = [self._span_public(s) for s in self.spans.get(body.get("trace_id"), [])
-                     if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project]
-            return 200, self._page(spans, body), True
+            candidates = (self.spans.get(body["trace_id"], []) if body.get("trace_id")
+                          else [s for spans in self.spans.values() for s in spans])
+            rows = self._searched([s for s in candidates
+                                   if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project],
+                                  "span", filters, body.get("last_retrieved_id"), limit)
+            return 200, [self._span_public(s) for s in rows], True
         return None
 
     def _project_of_request(self, body: dict) -> str | None:
@@ -551,6 +554,12 @@ class OpikRestServer:
             row["feedback_scores"] = [{"name": n, "value": sum(v) / len(v)} for n, v in totals.items()]
         row["trace_count"] = len({i["trace_id"] for i in items if i["trace_id"] in self.traces})
         return _public(ExperimentPublic, row)
+
+    def _searched(self, rows: list[dict], entity: str, filters: list[dict], last: Any, limit: int) -> list[dict]:
+        """A search stream's page (``rules.search_page``) of the rows passing ``filters``."""
+        kept = [r for r in rows if rules.matches(r, self.feedback_scores.get((entity, r["id"]), {}), filters)] \
+            if filters else rows
+        return rules.search_page(kept, last, limit)
 
     def _page(self, rows: list[dict], body: Any) -> list[dict]:
         """A streamed read: after ``last_retrieved_id``, at most ``limit`` rows."""

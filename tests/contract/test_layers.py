@@ -1,4 +1,4 @@
-"""The import arrows of the design run one way: cli -> pipelines -> compare -> distributed ->
+"""The import arrows of the design run one way: cli -> pipelines -> traces -> compare -> distributed ->
 streams -> experiments -> scoring -> metrics -> metric_kit -> engines (neural -> images -> text) -> execution -> core. Engines never import opik; nothing imports the
 CLI; module-level imports make no cycle. Read from the source with ast, every import counted
 (those inside functions too)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["core", "execution", "text", "images", "neural", "metric_kit", "metrics", "scoring", "experiments", "streams", "distributed", "compare", "pipelines",
+LAYERS = ["core", "execution", "text", "images", "neural", "metric_kit", "metrics", "scoring", "experiments", "streams", "distributed", "compare", "traces", "pipelines",
           "cli"]
 
 
