@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from opik_metrics.cli import agreement, caption, compare, experiments, explain, score
+from opik_metrics.cli import agreement, caption, compare, experiments, explain, score, traces
 from opik_metrics.cli.errors import (CLIError, check_arguments, fail, parse_arguments, plugin_warnings_in_one_line,
                                      run_command)
 
@@ -16,7 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
         "(with or without an Opik server). `opik-metrics COMMAND --help` tells more.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (score, explain, caption, experiments, compare, agreement):
+    for command in (score, explain, caption, experiments, compare, agreement, traces):
         command.register(sub)
     return parser
 

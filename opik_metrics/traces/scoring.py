@@ -57,6 +57,7 @@ class TraceScoreReport:
     missing_scores: dict[str, int] = field(default_factory=dict)  # score name -> entities lacking it
     missing_ids: list[str] = field(default_factory=list)
     summary: WindowSummary | None = None
+    values: dict[str, Any] = field(default_factory=dict, repr=False)   # score name -> every entity's value
 
     @property
     def complete(self) -> bool:
@@ -361,6 +362,7 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
                 top = below
         _check(client, run, top, page_size)
     bar.close()
+    report.values = dict(run.values)
     if summary:
         from opik_metrics.compare.statistics.defaults import DEFAULT_RESAMPLES
         corpus, counts = run.corpus()
