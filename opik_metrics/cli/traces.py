@@ -62,7 +62,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         if report.summary and (report.summary.scores or report.summary.corpus):
             print()
             print(format_table(["score", "n", "mean", "95% interval"], _summary_rows(report)))
-        if compared:
+        if compared and window is not None:
             print()
             print(one_line(f"against {window[0]}/{window[1]} (unpaired bootstrap: different {entity})"))
             print(format_table(["score", "earlier", "this window", "delta", "95% interval", "significant"],

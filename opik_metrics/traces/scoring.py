@@ -227,7 +227,7 @@ class _Run:
                 "reason": marked(result.reason, signature, len(good)),
                 "project_name": self.selection.project_name})
             self.pending.setdefault(entity_id, {})[result.name] = value
-            self._value(result.name, float(result.value))
+            self._value(result.name, value)      # as the server keeps it: the same on a rerun that skips
         corpus = facts_of(metric).corpus
         if corpus is not None and hasattr(metric, "item_statistics"):
             try:
