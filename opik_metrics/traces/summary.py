@@ -29,11 +29,13 @@ class ScoreSummary:
 
 
 def mean_interval(name: str, values: Sequence[float], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                  confidence: float = DEFAULT_CONFIDENCE) -> ScoreSummary:
+                  confidence: float = DEFAULT_CONFIDENCE, idx: np.ndarray | None = None) -> ScoreSummary:
     """The mean of ``values`` with its percentile bootstrap interval (``bootstrap_interval`` over
-    ``resample_indices``: compare's own functions)."""
+    ``resample_indices``: compare's own functions); ``idx``: those indices, drawn already."""
     statistic = MeanStatistic(values)
-    interval: Interval = bootstrap_interval(statistic, resample_indices(statistic.n_items, resamples, seed), confidence)
+    if idx is None:
+        idx = resample_indices(statistic.n_items, resamples, seed)
+    interval: Interval = bootstrap_interval(statistic, idx, confidence)
     return ScoreSummary(name, statistic.n_items, interval.estimate, interval.low, interval.high, confidence)
 
 
@@ -53,9 +55,16 @@ class WindowSummary:
 def summarize(values: Mapping[str, Sequence[float]], corpus: Mapping[str, float] | None = None,
               corpus_items: Mapping[str, int] | None = None, resamples: int = DEFAULT_RESAMPLES,
               seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> WindowSummary:
-    """Item means with intervals for every score with at least one value, and the corpus scores."""
-    return WindowSummary({n: mean_interval(n, v, resamples, seed, confidence) for n, v in values.items() if len(v)},
-                         dict(corpus or {}), dict(corpus_items or {}))
+    """Item means with intervals for every score with at least one value, and the corpus scores.
+    Scores held by as many traces share one draw of indices (the same draw each would make alone)."""
+    draws: dict[int, np.ndarray] = {}
+    scores = {}
+    for name, v in values.items():
+        if len(v):
+            if len(v) not in draws:
+                draws[len(v)] = resample_indices(len(v), resamples, seed)
+            scores[name] = mean_interval(name, v, resamples, seed, confidence, draws[len(v)])
+    return WindowSummary(scores, dict(corpus or {}), dict(corpus_items or {}))
 
 
 class _Difference:
