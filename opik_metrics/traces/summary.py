@@ -9,8 +9,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from opik_metrics.compare.statistics.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Interval,
-                                                       MeanStatistic, bootstrap_interval, resample_indices)
+from opik_metrics.compare.statistics.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
+                                                       MeanStatistic, interval_of, resample_blocks)
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,23 @@ class ScoreSummary:
         return {"n": self.n, "mean": self.mean, "low": self.low, "high": self.high, "confidence": self.confidence}
 
 
+def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The mean of each resample of ``values``, drawn as ``resample_indices`` draws them, a block at a
+    time (memory: one block, not resamples x traces)."""
+    out = np.empty(resamples, dtype=np.float64)
+    start = 0
+    for block in resample_blocks(values.size, resamples, seed):
+        out[start:start + len(block)] = values[block].mean(axis=1)
+        start += len(block)
+    return out
+
+
 def mean_interval(name: str, values: Sequence[float], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                  confidence: float = DEFAULT_CONFIDENCE, idx: np.ndarray | None = None) -> ScoreSummary:
-    """The mean of ``values`` with its percentile bootstrap interval (``bootstrap_interval`` over
-    ``resample_indices``: compare's own functions); ``idx``: those indices, drawn already."""
+                  confidence: float = DEFAULT_CONFIDENCE) -> ScoreSummary:
+    """The mean of ``values`` with its percentile bootstrap interval: ``bootstrap_interval`` of a
+    ``MeanStatistic`` over ``resample_indices`` (compare's functions), the draws reduced block by block."""
     statistic = MeanStatistic(values)
-    if idx is None:
-        idx = resample_indices(statistic.n_items, resamples, seed)
-    interval: Interval = bootstrap_interval(statistic, idx, confidence)
+    interval = interval_of(statistic.value, _resampled_means(statistic.values, resamples, seed), confidence)
     return ScoreSummary(name, statistic.n_items, interval.estimate, interval.low, interval.high, confidence)
 
 
@@ -56,29 +65,9 @@ def summarize(values: Mapping[str, Sequence[float]], corpus: Mapping[str, float]
               corpus_items: Mapping[str, int] | None = None, resamples: int = DEFAULT_RESAMPLES,
               seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> WindowSummary:
     """Item means with intervals for every score with at least one value, and the corpus scores.
-    Scores held by as many traces share one draw of indices (the same draw each would make alone)."""
-    draws: dict[int, np.ndarray] = {}
-    scores = {}
-    for name, v in values.items():
-        if len(v):
-            if len(v) not in draws:
-                draws[len(v)] = resample_indices(len(v), resamples, seed)
-            scores[name] = mean_interval(name, v, resamples, seed, confidence, draws[len(v)])
-    return WindowSummary(scores, dict(corpus or {}), dict(corpus_items or {}))
-
-
-class _Difference:
-    """mean(window b) - mean(window a) over the concatenated items, a resample drawing each window's
-    items from that window alone (a stratified bootstrap: the windows hold different traces)."""
-
-    def __init__(self, a: Sequence[float], b: Sequence[float]) -> None:
-        self.a, self.b = MeanStatistic(a), MeanStatistic(b)
-        self.n_items = self.a.n_items + self.b.n_items
-        self.value = self.b.value - self.a.value
-
-    def resampled(self, idx: np.ndarray) -> np.ndarray:
-        n_a = self.a.n_items
-        return self.b.resampled(idx[:, n_a:] - n_a) - self.a.resampled(idx[:, :n_a])
+    """
+    return WindowSummary({n: mean_interval(n, v, resamples, seed, confidence) for n, v in values.items() if len(v)},
+                         dict(corpus or {}), dict(corpus_items or {}))
 
 
 @dataclass(frozen=True)
@@ -104,13 +93,13 @@ class WindowComparison:
 
 def compare_windows(name: str, a: Sequence[float], b: Sequence[float], resamples: int = DEFAULT_RESAMPLES,
                     seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> WindowComparison:
-    """Unpaired: each window's items resampled within the window (the draws of ``resample_indices``
-    with the seed for a and the next seed for b), the interval of the difference of means by
-    ``bootstrap_interval``; each window's own mean and interval as ``mean_interval`` gives them."""
-    difference = _Difference(a, b)
-    idx = np.hstack([resample_indices(difference.a.n_items, resamples, seed),
-                     resample_indices(difference.b.n_items, resamples, seed + 1) + difference.a.n_items])
-    interval = bootstrap_interval(difference, idx, confidence)
+    """Unpaired: each window's traces resampled within the window (``resample_indices``' draws, with
+    the seed for a and the next seed for b), the interval of the difference of the resampled means
+    by ``bootstrap_interval``'s percentile rule; each window's own mean and interval as
+    ``mean_interval`` gives them."""
+    mean_a, mean_b = MeanStatistic(a), MeanStatistic(b)
+    resampled = _resampled_means(mean_b.values, resamples, seed + 1) - _resampled_means(mean_a.values, resamples, seed)
+    interval = interval_of(mean_b.value - mean_a.value, resampled, confidence)
     return WindowComparison(name, mean_interval(name, a, resamples, seed, confidence),
                             mean_interval(name, b, resamples, seed, confidence), interval.estimate, interval.low,
                             interval.high)

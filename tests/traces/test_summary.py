@@ -45,3 +45,18 @@ def test_the_run_summary_holds_the_scores_sent_and_the_corpus_score(server, clie
     expected = sacrebleu.corpus_bleu([t["output"]["output"] for t in scorable],
                                      [[t["metadata"]["reference"] for t in scorable]]).score / 100
     assert report.summary.corpus["corpus_bleu"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_draws_block_by_block_are_resample_indices():
+    from opik_metrics.compare.statistics.bootstrap import resample_blocks
+    for n in (3, 5000):
+        blocks = list(resample_blocks(n, 1000, 99))
+        assert len(blocks) > (1 if n == 5000 else 0)
+        assert np.array_equal(np.vstack(blocks), resample_indices(n, 1000, 99))
+
+
+def test_a_large_window_gives_compare_interval_too():
+    values = list(np.random.default_rng(1).uniform(0, 1, 20_000))
+    got = summarize({"s": values}, resamples=300).scores["s"]
+    expected = bootstrap_interval(MeanStatistic(values), resample_indices(len(values), 300))
+    assert (got.mean, got.low, got.high) == (expected.estimate, expected.low, expected.high)
