@@ -25,6 +25,7 @@ import gzip
 import json
 import re
 import threading
+import typing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -32,6 +33,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pydantic
 from opik.api_objects import opik_client
 from opik.id_helpers import generate_id
+from opik.rest_api.spans.types.span_search_stream_request_public_exclude_item import \
+    SpanSearchStreamRequestPublicExcludeItem
+from opik.rest_api.traces.types.trace_search_stream_request_public_exclude_item import \
+    TraceSearchStreamRequestPublicExcludeItem
 from opik.rest_api.types.dashboard_page_public import DashboardPagePublic
 from opik.rest_api.types.dashboard_public import DashboardPublic
 from opik.rest_api.types.dashboard_update_public import DashboardUpdatePublic
@@ -88,6 +93,8 @@ def _public(model: type[pydantic.BaseModel], data: dict) -> dict:
     return data
 
 
+_TRACE_EXCLUDE = typing.get_args(typing.get_args(TraceSearchStreamRequestPublicExcludeItem)[0])
+_SPAN_EXCLUDE = typing.get_args(typing.get_args(SpanSearchStreamRequestPublicExcludeItem)[0])
 _DEFAULT_PROJECT_ID = "01a20000-0000-7000-8000-000000000001"
 
 
@@ -469,7 +476,8 @@ class OpikRestServer:
             rows = self._searched([t for t in self.traces.values()
                                    if "start_time" in t and t.get("project_name") == project],
                                   "trace", filters, body.get("last_retrieved_id"), limit)
-            return 200, [self._trace_public(t) for t in rows], True
+            exclude = rules.check_exclude(body.get("exclude"), _TRACE_EXCLUDE, "traces/search")
+            return 200, [_excluding(self._trace_public(t), exclude) for t in rows], True
         if method == "POST" and p == "/v1/private/spans/search":
             _check_keys(body, {"trace_id", "project_name", "project_id", "type", "filters", "limit",
                                "last_retrieved_id", "truncate", "exclude", "from_time", "to_time"}, "spans/search")
@@ -481,7 +489,8 @@ class OpikRestServer:
             rows = self._searched([s for s in candidates
                                    if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project],
                                   "span", filters, body.get("last_retrieved_id"), limit)
-            return 200, [self._span_public(s) for s in rows], True
+            exclude = rules.check_exclude(body.get("exclude"), _SPAN_EXCLUDE, "spans/search")
+            return 200, [_excluding(self._span_public(s), exclude) for s in rows], True
         return None
 
     def _project_of_request(self, body: dict) -> str | None:
@@ -587,6 +596,12 @@ class OpikRestServer:
         joined = {**item, "input": trace.get("input"), "output": trace.get("output"),
                   "feedback_scores": self._scores_of("trace", item["trace_id"])}
         return {k: v for k, v in joined.items() if v is not None}
+
+
+def _excluding(row: dict, exclude: Any) -> dict:
+    """A searched row without the fields the request's ``exclude`` names (the id always stays), as
+    TraceSearchStreamRequest's / SpanSearchStreamRequest's ``exclude`` leaves them out."""
+    return {k: v for k, v in row.items() if k == "id" or k not in (exclude or ())}
 
 
 def _numbered_page(rows: list[dict], query: dict) -> dict:

@@ -511,3 +511,17 @@ def search_page(rows: list[dict], last_retrieved_id: Any, limit: int) -> list[di
     if last_retrieved_id is not None:
         ordered = [r for r in ordered if r["id"] < str(last_retrieved_id)]
     return ordered[:limit]
+
+
+# api/TraceSearchStreamRequest.java / SpanSearchStreamRequest.java: ``exclude`` is a list of the
+# entity's field names (an enum, the SDK's ``...SearchStreamRequestPublicExcludeItem`` literals):
+# a name outside it cannot be mapped (400); the named fields are left out of each row.
+def check_exclude(exclude: Any, allowed: tuple[str, ...], where: str) -> list[str]:
+    if exclude is None:
+        return []
+    if isinstance(exclude, str):                     # the SDK sends the list as its JSON text
+        exclude = parse_json(exclude.encode())
+    if not isinstance(exclude, list) or any(e not in allowed for e in exclude):
+        raise Refused(f"Unable to process JSON. {where}: exclude {exclude!r} names a field outside {allowed}",
+                      BAD_REQUEST)
+    return exclude

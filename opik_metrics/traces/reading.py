@@ -59,17 +59,23 @@ def iso_time(value: Any, what: str) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def read_page(client: Any, selection: Selection, below: str | None, size: int) -> list[Any]:
+#: What a read of feedback scores alone leaves out (the search's ``exclude``): the heavy fields.
+SCORES_ONLY = ("input", "output", "metadata", "usage", "error_info", "comments")
+
+
+def read_page(client: Any, selection: Selection, below: str | None, size: int,
+              exclude: tuple[str, ...] | None = None) -> list[Any]:
     """One page: the next ``size`` entities with ids below ``below`` (None: from the newest)."""
     search = client.search_traces if selection.entity == "traces" else client.search_spans
     return list(search(project_name=selection.project_name, filter_string=selection.filter(below),
-                       max_results=size, truncate=False))
+                       max_results=size, truncate=False, exclude=list(exclude) if exclude else None))
 
 
-def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None) -> Iterator[list[Any]]:
+def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None,
+          exclude: tuple[str, ...] | None = None) -> Iterator[list[Any]]:
     """Every page of the selection, newest first, until one comes back short."""
     while True:
-        page = read_page(client, selection, below, size)
+        page = read_page(client, selection, below, size, exclude)
         if page:
             yield page
         if len(page) < size:

@@ -27,7 +27,7 @@ from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
 from opik_metrics.traces.fields import TraceFields, Unreadable
 from opik_metrics.traces.marks import marked, scored_by, signature_of, unmarked
-from opik_metrics.traces.reading import PAGE_SIZE, Selection, pages
+from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
 
 MAX_SCORES_A_REQUEST = 1000       # FeedbackScoreBatch: @Size(max = 1000), validated whole
@@ -282,7 +282,7 @@ def _read_back(client: Any, selection: Selection, pending: dict[str, dict[str, f
         Selection(selection.project_name, selection.entity, None, selection.since, selection.until)
     oldest = min(pending)
     held: dict[str, dict[str, Any]] = {}
-    for page in pages(client, plain, page_size, below=top):
+    for page in pages(client, plain, page_size, below=top, exclude=SCORES_ONLY):
         for entity in page:
             if entity.id in pending:
                 held[entity.id] = {s.name: s.value for s in entity.feedback_scores or []}
@@ -377,7 +377,7 @@ def window_values(client: Any, selection: Selection, names: Sequence[str], page_
     values: dict[str, list[float]] = {n: [] for n in names}
     bar = tqdm(desc=one_line(f"reading {selection.entity} of {selection.project_name}"), unit=selection.entity[:-1],
                disable=not progress)
-    for page in pages(client, selection, page_size):
+    for page in pages(client, selection, page_size, exclude=SCORES_ONLY):
         for entity in page:
             for score in entity.feedback_scores or []:
                 if score.name in values and score.value is not None:

@@ -101,3 +101,27 @@ def test_requests_hold_whole_traces_and_at_most_1000_scores():
     assert [len(r) for r in requests] == [999, 999, 102]
     assert all(len({s["id"] for s in r} & {s["id"] for s in other}) == 0
                for i, r in enumerate(requests) for other in requests[i + 1:])
+
+
+def test_spans_are_scored_on_their_own(server, client):
+    trace = client.trace(name="pipeline", project_name=PROJECT)
+    spans = {}
+    for k, (caption, reference) in enumerate([("a cat sits on the mat", "a cat is on the mat"),
+                                              ("two dogs run", "two dogs are running"),
+                                              ("a red bike", None)]):
+        span = trace.span(name="caption", output={"output": caption},
+                          metadata={"reference": reference} if reference else {})
+        spans[span.id] = (caption, reference)
+    trace.end()
+    client.flush()
+    report = score_traces(PROJECT, [BLEU(track=False)], client=client, entity="spans", progress=False)
+    assert server.invalid == [] and server.unexpected == []
+    assert report.selected == 3 and report.without_reference == {"bleu": 1} and report.complete
+    bleu = BLEU(track=False)
+    for span_id, (caption, reference) in spans.items():
+        held = server.feedback_scores.get(("span", span_id), {})
+        if reference is None:
+            assert held == {}
+        else:
+            assert held["bleu"]["value"] == pytest.approx(bleu.score(caption, reference)[0].value, abs=1e-9)
+    assert ("trace", trace.id) not in server.feedback_scores

@@ -45,3 +45,12 @@ def test_what_the_backend_refuses(server, client):
         client.search_traces(project_name=PROJECT, filter_string='start_time >= "not a date"')
     assert refused.value.status_code == 400
     assert any("not a date-time" in line for line in server.invalid)
+
+
+def test_exclude_leaves_fields_out_and_refuses_unknown_ones(server, client):
+    log_project(client, 2)
+    rows = client.search_traces(project_name=PROJECT, exclude=["input", "output", "metadata"])
+    assert len(rows) == 2 and all(r.input is None and r.output is None and r.metadata is None for r in rows)
+    with pytest.raises(ApiError) as refused:
+        client.search_traces(project_name=PROJECT, exclude=["no_such_field"])
+    assert refused.value.status_code == 400
