@@ -125,6 +125,7 @@ class OpikRestServer:
         self.dataset_items: dict[str, list[dict]] = {}
         self.experiment_items: dict[str, list[dict]] = {}
         self.traces: dict[str, dict] = {}
+        self._sorted_traces: list[dict] | None = None
         self.spans: dict[str, list[dict]] = {}                  # trace id -> its spans
         self.feedback_scores: dict[tuple[str, str], dict[str, dict]] = {}   # (trace|span, id) -> name -> score
         self.dashboards: dict[str, dict] = {}
@@ -473,9 +474,9 @@ class OpikRestServer:
             filters = rules.check_filters(body.get("filters"), "traces")
             limit = rules.search_limit(body.get("limit"))
             project = self._project_of_request(body)
-            rows = self._searched([t for t in self.traces.values()
-                                   if "start_time" in t and t.get("project_name") == project],
-                                  "trace", filters, body.get("last_retrieved_id"), limit)
+            rows = self._searched(self._traces_newest_first(), lambda t: "start_time" in t and
+                                  t.get("project_name") == project, "trace", filters, body.get("last_retrieved_id"),
+                                  limit)
             exclude = rules.check_exclude(body.get("exclude"), _TRACE_EXCLUDE, "traces/search")
             return 200, [_excluding(self._trace_public(t), exclude) for t in rows], True
         if method == "POST" and p == "/v1/private/spans/search":
@@ -486,8 +487,8 @@ class OpikRestServer:
             project = self._project_of_request(body)
             candidates = (self.spans.get(body["trace_id"], []) if body.get("trace_id")
                           else [s for spans in self.spans.values() for s in spans])
-            rows = self._searched([s for s in candidates
-                                   if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project],
+            rows = self._searched(sorted(candidates, key=lambda s: s["id"], reverse=True),
+                                  lambda s: "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project,
                                   "span", filters, body.get("last_retrieved_id"), limit)
             exclude = rules.check_exclude(body.get("exclude"), _SPAN_EXCLUDE, "spans/search")
             return 200, [_excluding(self._span_public(s), exclude) for s in rows], True
@@ -564,11 +565,34 @@ class OpikRestServer:
         row["trace_count"] = len({i["trace_id"] for i in items if i["trace_id"] in self.traces})
         return _public(ExperimentPublic, row)
 
-    def _searched(self, rows: list[dict], entity: str, filters: list[dict], last: Any, limit: int) -> list[dict]:
-        """A search stream's page (``rules.search_page``) of the rows passing ``filters``."""
-        kept = [r for r in rows if rules.matches(r, self.feedback_scores.get((entity, r["id"]), {}), filters)] \
-            if filters else rows
-        return rules.search_page(kept, last, limit)
+    def _traces_newest_first(self) -> list[dict]:
+        """Every trace by id, newest first; sorted again only when traces were added since."""
+        if self._sorted_traces is None or len(self._sorted_traces) != len(self.traces):
+            self._sorted_traces = sorted(self.traces.values(), key=lambda t: t["id"], reverse=True)
+        return self._sorted_traces
+
+    def _searched(self, newest_first: list[dict], wanted: Any, entity: str, filters: list[dict], last: Any,
+                  limit: int) -> list[dict]:
+        """A search stream's page (``rules.search_page``): below the cursor, rows that are ``wanted``
+        (the project's) and pass ``filters``, at most ``limit``."""
+        start = 0
+        if last is not None:                 # the first row whose id is below the cursor
+            lo, hi = 0, len(newest_first)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_first[mid]["id"] < str(last):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            start = lo
+        page: list[dict] = []
+        for row in newest_first[start:]:
+            if len(page) == limit:
+                break
+            if wanted(row) and (not filters or rules.matches(row, self.feedback_scores.get((entity, row["id"]), {}),
+                                                             filters)):
+                page.append(row)
+        return rules.search_page(page, last, limit)
 
     def _page(self, rows: list[dict], body: Any) -> list[dict]:
         """A streamed read: after ``last_retrieved_id``, at most ``limit`` rows."""
