@@ -97,7 +97,7 @@ def main(n: int = 100_000) -> list[dict]:
     rss = [mb for _, mb in quarter]
     along = [samples[min(len(samples) - 1, int(len(samples) * f))][1] for f in (0.25, 0.5, 0.75, 0.95)]
     print("scorer RSS at 25/50/75/95% of the run: " + ", ".join(f"{mb:.0f} MB" for mb in along)
-          + " (the summary's bootstrap draw, resamples x traces int32, comes last)")
+          + " (the summary's bootstrap, drawn a block at a time, comes last)")
     print(f"score_traces {n:,} traces (ROUGE-L + BLEU, {report.sent_scores:,} feedback scores, read back): "
           f"{seconds:.1f} s = {rates:,.0f} traces/s (target {TARGET_PER_S:,.0f}); score_batch alone "
           f"{direct_s:.1f} s; scorer RSS {start_rss:.0f} MB before, {min(rss):.0f}-{max(rss):.0f} MB from a quarter "
