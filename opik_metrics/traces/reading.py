@@ -67,8 +67,11 @@ def read_page(client: Any, selection: Selection, below: str | None, size: int,
               exclude: tuple[str, ...] | None = None) -> list[Any]:
     """One page: the next ``size`` entities with ids below ``below`` (None: from the newest)."""
     search = client.search_traces if selection.entity == "traces" else client.search_spans
-    return list(search(project_name=selection.project_name, filter_string=selection.filter(below),
-                       max_results=size, truncate=False, exclude=list(exclude) if exclude else None))
+    try:
+        return list(search(project_name=selection.project_name, filter_string=selection.filter(below),
+                           max_results=size, truncate=False, exclude=list(exclude) if exclude else None))
+    except ValueError as exc:          # the SDK's parser refuses the filter before any request
+        raise ValueError(f"filter {selection.filter_string!r}: {exc}") from None
 
 
 def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None,

@@ -26,7 +26,7 @@ from opik_metrics.experiments.opik_server import PUSH_ADVICE, choose_backend, cl
 from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
 from opik_metrics.traces.fields import TraceFields, Unreadable
-from opik_metrics.traces.marks import marked, scored_by, signature_of, unmarked
+from opik_metrics.traces.marks import marked, scored_by, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
 
@@ -79,7 +79,8 @@ class TraceScoreReport:
             out.append(f"{metric}: {n} {self.entity} have no reference, not scored: "
                        + self._few(self.without_reference_ids.get(metric, [])))
         if self.unreadable:
-            out.append(f"{self.unreadable} {self.entity} cannot be scored: " + self._few(self.unreadable_examples))
+            out.append(f"{self.unreadable} {self.entity} have a field a metric cannot read (missing, or not text), "
+                       "not scored by it: " + self._few(self.unreadable_examples))
         for metric, n in self.failed.items():
             out.append(f"{metric}: {n} {self.entity} failed to score")
         if self.failed_examples:
@@ -371,20 +372,4 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     return report
 
 
-def window_values(client: Any, selection: Selection, names: Sequence[str], page_size: int = PAGE_SIZE,
-                  progress: bool = False) -> dict[str, list[float]]:
-    """The values of feedback scores ``names`` the selected entities hold (for comparing windows)."""
-    values: dict[str, list[float]] = {n: [] for n in names}
-    bar = tqdm(desc=one_line(f"reading {selection.entity} of {selection.project_name}"), unit=selection.entity[:-1],
-               disable=not progress)
-    for page in pages(client, selection, page_size, exclude=SCORES_ONLY):
-        for entity in page:
-            for score in entity.feedback_scores or []:
-                if score.name in values and score.value is not None:
-                    values[score.name].append(float(score.value))
-        bar.update(len(page))
-    bar.close()
-    return values
-
-
-__all__ = ["TraceScoreReport", "requests_of", "score_traces", "unmarked", "window_values"]
+__all__ = ["TraceScoreReport", "requests_of", "score_traces"]

@@ -56,3 +56,13 @@ def test_a_field_path_outside_a_trace_is_refused(capsys):
     code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--field", "output=caption"])
     err = capsys.readouterr().err
     assert code == 2 and "a path starts at one of input, output, metadata" in err
+
+
+def test_a_filter_or_date_that_cannot_be_read_is_one_line(server, capsys):
+    code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--filter", "tags resembles x",
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "filter 'tags resembles x'" in err and len(err.strip().splitlines()) == 1
+    code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--since", "last tuesday", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "since: expected a date" in err
