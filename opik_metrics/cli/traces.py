@@ -32,14 +32,23 @@ def _summary_rows(report: Any) -> list[list[Any]]:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from opik_metrics.streams.fields import FieldError
-    from opik_metrics.traces import TraceFields, compare_windows, score_traces
+    from opik_metrics.traces.fields import TraceFields
+    from opik_metrics.traces.reading import iso_time
 
     try:
         fields = TraceFields.parse(args.field)
     except FieldError as exc:
         raise CLIError(str(exc)) from None
     window = _window(args.compare_window) if args.compare_window else None
+    for what, value in (("since", args.since), ("until", args.until), *zip(("window start", "window end"), window or ())):
+        if value is not None:
+            iso_time(value, what)
+    if not 1 <= args.page_size <= 2000:
+        raise CLIError(f"--page-size {args.page_size}: give 1 to 2000 (the server streams at most 2,000 a page)")
     metrics = build_metrics(args.metric, args, track=False)
+    from opik_metrics.traces.scoring import score_traces
+    from opik_metrics.traces.summary import compare_windows
+
     entity = "spans" if args.spans else "traces"
     common: dict[str, Any] = dict(fields=fields, entity=entity, replace=args.replace, page_size=args.page_size,
                                   progress=not args.no_progress)
