@@ -31,3 +31,28 @@ def test_the_rule_equals_sacrebleu_and_the_pack():
         got = rule.score(output=output, reference=references).value
         assert got == pytest.approx(sacrebleu.sentence_chrf(output, references).score / 100, abs=1e-12)
         assert got == pytest.approx(ours.score(output, references)[0].value, abs=1e-12)
+
+
+def test_the_backfill_with_traces_score_gives_the_rule_numbers(monkeypatch):
+    """Traces logged before the rule existed, scored by ``traces score -m chrf``: each feedback score
+    is what the rule gives the same trace's output and reference."""
+    from opik.api_objects import opik_client
+
+    from opik_metrics.traces import score_traces
+    from tests.opik_rest_server import OpikRestServer
+
+    rule = runpy.run_path(str(RULE))["SentenceChrF"]()
+    cands, refs = caption_sets(12, 1, seed=5)
+    with OpikRestServer() as server:
+        monkeypatch.setenv("OPIK_URL_OVERRIDE", server.url)
+        opik_client.reset_global_client()
+        import opik
+        client = opik.Opik(project_name="rules")
+        logged = {client.trace(name="caption", output={"output": c}, metadata={"reference": r[0]},
+                               project_name="rules").id: (c, r[0]) for c, r in zip(cands, refs)}
+        client.flush()
+        report = score_traces("rules", [CHRF(track=False)], client=client, progress=False)
+        assert report.complete and report.scored == 12
+        for trace_id, (output, reference) in logged.items():
+            held = server.feedback_scores[("trace", trace_id)]["chrf"]["value"]
+            assert held == pytest.approx(rule.score(output=output, reference=reference).value, abs=1e-9)
