@@ -156,9 +156,7 @@ class _Run:
                 continue
             try:
                 value = self.fields.read(row, name)
-            except Unreadable as exc:
-                if name == "reference" and not needs_reference:
-                    continue
+            except Unreadable as exc:       # a damaged reference is named even where it is optional
                 return str(exc)
             if value is None:
                 if name == "reference":
