@@ -125,3 +125,22 @@ def test_spans_are_scored_on_their_own(server, client):
         else:
             assert held["bleu"]["value"] == pytest.approx(bleu.score(caption, reference)[0].value, abs=1e-9)
     assert ("trace", trace.id) not in server.feedback_scores
+
+
+def test_a_reference_free_metric_scores_traces_without_references(server, client):
+    from opik.evaluation.metrics import base_metric, score_result
+
+    class Words(base_metric.BaseMetric):
+        def __init__(self):
+            super().__init__(name="words", track=False)
+
+        def score(self, output, **ignored):
+            return score_result.ScoreResult(name="words", value=len(output.split()))
+
+    logged = log_project(client)
+    report = score_traces(PROJECT, [Words()], client=client, progress=False)
+    readable = {tid: t for tid, t in logged.items() if t["k"] not in (7, 11, 13)}
+    assert report.without_reference == {} and report.scored == len(readable) == 21 and report.complete
+    for tid, t in readable.items():
+        assert server.feedback_scores[("trace", tid)]["words"]["value"] == len(t["output"]["output"].split())
+    assert report.summary.scores["words"].n == 21
