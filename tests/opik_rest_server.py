@@ -55,12 +55,14 @@ from opik.rest_api.types.experiment_public import ExperimentPublic
 from opik.rest_api.types.experiment_score import ExperimentScore
 from opik.rest_api.types.experiment_update import ExperimentUpdate
 from opik.rest_api.types.feedback_score_batch_item import FeedbackScoreBatchItem
+from opik.rest_api.types.feedback_score_batch_item_thread import FeedbackScoreBatchItemThread
 from opik.rest_api.types.project_detailed import ProjectDetailed
 from opik.rest_api.types.project_public import ProjectPublic
 from opik.rest_api.types.span_public import SpanPublic
 from opik.rest_api.types.span_update import SpanUpdate
 from opik.rest_api.types.span_write import SpanWrite
 from opik.rest_api.types.trace_public import TracePublic
+from opik.rest_api.types.trace_thread import TraceThread
 from opik.rest_api.types.trace_update import TraceUpdate
 from opik.rest_api.types.trace_write import TraceWrite
 from opik.rest_api.types.workspace_name_holder import WorkspaceNameHolder
@@ -126,6 +128,7 @@ class OpikRestServer:
         self.experiment_items: dict[str, list[dict]] = {}
         self.traces: dict[str, dict] = {}
         self._sorted_traces: list[dict] | None = None
+        self.thread_models: dict[tuple, str] = {}               # (project, thread id) -> thread model id
         self.spans: dict[str, list[dict]] = {}                  # trace id -> its spans
         self.feedback_scores: dict[tuple[str, str], dict[str, dict]] = {}   # (trace|span, id) -> name -> score
         self.dashboards: dict[str, dict] = {}
@@ -479,6 +482,24 @@ class OpikRestServer:
                                   limit)
             exclude = rules.check_exclude(body.get("exclude"), _TRACE_EXCLUDE, "traces/search")
             return 200, [_excluding(self._trace_public(t), exclude) for t in rows], True
+        if method == "POST" and p == "/v1/private/traces/threads/search":
+            _check_keys(body, {"project_name", "project_id", "filters", "last_retrieved_thread_model_id", "limit",
+                               "truncate", "strip_attachments", "from_time", "to_time"}, "traces/threads/search")
+            if body.get("last_retrieved_thread_model_id") is not None:
+                self.unexpected.append(f"{method} {p} with a cursor (not served here)")
+                return 404, {"errors": ["thread search cursors are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "threads")
+            limit = rules.search_limit(body.get("limit"))
+            project = self._project_of_request(body)
+            threads = [t for t in self._threads(project)
+                       if rules.matches(t, self.feedback_scores.get(("thread", t["id"]), {}), filters)]
+            return 200, [self._thread_public(t) for t in threads[:limit]], True
+        if method == "PUT" and p == "/v1/private/traces/threads/feedback-scores":
+            _check_keys(body, {"scores"}, "thread feedback scores batch")
+            for score in body.get("scores") or []:
+                check_body(FeedbackScoreBatchItemThread, score)
+            self._store_scores("thread", rules.check_thread_feedback_score_batch(body.get("scores")))
+            return 204, None, False
         if method == "POST" and p == "/v1/private/spans/search":
             _check_keys(body, {"trace_id", "project_name", "project_id", "type", "filters", "limit",
                                "last_retrieved_id", "truncate", "exclude", "from_time", "to_time"}, "spans/search")
@@ -564,6 +585,31 @@ class OpikRestServer:
             row["feedback_scores"] = [{"name": n, "value": sum(v) / len(v)} for n, v in totals.items()]
         row["trace_count"] = len({i["trace_id"] for i in items if i["trace_id"] in self.traces})
         return _public(ExperimentPublic, row)
+
+    def _threads(self, project: str | None) -> list[dict]:
+        """The project's threads made from its traces, newest thread model first: first_message the
+        first trace's input, last_message the last trace's output (by start time)."""
+        grouped: dict[str, list[dict]] = {}
+        for trace in self.traces.values():
+            if trace.get("thread_id") and "start_time" in trace and trace.get("project_name") == project:
+                grouped.setdefault(trace["thread_id"], []).append(trace)
+        threads = []
+        for thread_id, traces in grouped.items():
+            traces.sort(key=lambda t: (t["start_time"], t["id"]))
+            model_id = self.thread_models.setdefault((project, thread_id), generate_id())
+            threads.append({"id": thread_id, "thread_model_id": model_id, "project_name": project,
+                            "start_time": traces[0]["start_time"], "end_time": traces[-1].get("end_time"),
+                            "first_message": traces[0].get("input"), "last_message": traces[-1].get("output"),
+                            "number_of_messages": 2 * len(traces)})
+        return sorted(threads, key=lambda t: t["thread_model_id"], reverse=True)
+
+    def _thread_public(self, thread: dict) -> dict:
+        row = {k: v for k, v in thread.items() if k != "project_name" and v is not None}
+        row["project_id"] = self.projects[thread["project_name"]]["id"]
+        scores = self._scores_of("thread", thread["id"])
+        if scores:
+            row["feedback_scores"] = scores
+        return _public(TraceThread, row)
 
     def _traces_newest_first(self) -> list[dict]:
         """Every trace by id, newest first; sorted again only when traces were added since."""

@@ -367,7 +367,9 @@ _OPERATORS = {
 }
 
 
-def _field_type(field: str) -> str | None:
+def _field_type(field: str, entity: str = "traces") -> str | None:
+    if entity == "threads":
+        return THREAD_FIELDS.get(field)
     if field in _STRING_FIELDS:
         return "string"
     if field in _DATE_FIELDS:
@@ -421,7 +423,7 @@ def _compare(op: str, left: Any, right: Any) -> bool:
 
 def _matches(row: Mapping[str, Any], scores: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
     field, op, key, value = flt["field"], flt["operator"], flt.get("key") or "", flt.get("value") or ""
-    kind = _field_type(field)
+    kind = flt.get("_kind") or _field_type(field)
     if kind == "string":
         text = _text(row.get(field) or "").lower()
         wanted = str(value).lower()
@@ -486,7 +488,7 @@ def check_filters(filters: Any, entity: str) -> list[dict]:
     for k, flt in enumerate(filters):
         if not isinstance(flt, Mapping):
             raise Refused(f"Unable to process JSON. filters[{k}]: expected an object", BAD_REQUEST)
-        kind = _field_type(flt.get("field"))
+        kind = _field_type(flt.get("field"), entity)
         if kind is None or (entity == "traces" and flt.get("field") in ("type", "model", "provider")):
             raise Refused(f"Invalid filter: filters[{k}]: unknown {entity} field {flt.get('field')!r}", BAD_REQUEST)
         if flt.get("operator") not in _OPERATORS[kind]:
@@ -496,7 +498,7 @@ def check_filters(filters: Any, entity: str) -> list[dict]:
             raise Refused(f"Invalid filter: filters[{k}]: {flt.get('field')!r} needs a key", BAD_REQUEST)
         if kind == "date_time":
             _date(flt.get("value"), str(flt.get("field")))
-        checked.append(dict(flt))
+        checked.append({**flt, "_kind": kind})
     return checked
 
 
@@ -525,3 +527,33 @@ def check_exclude(exclude: Any, allowed: tuple[str, ...], where: str) -> list[st
         raise Refused(f"Unable to process JSON. {where}: exclude {exclude!r} names a field outside {allowed}",
                       BAD_REQUEST)
     return exclude
+
+
+# ---- threads ----------------------------------------------------------------------------------
+# A thread is the traces of a project that share a ``thread_id`` (domain/TraceThreadService.java
+# makes a thread model, with its own UUID v7 ``thread_model_id``, for each new thread id).
+# api/TraceThreadSearchStreamRequest.java (POST /v1/private/traces/threads/search): filters
+# List<TraceThreadFilter>, lastRetrievedThreadModelId, ``@Min(1) @Max(2000) Integer limit`` (null:
+# 500). The stream orders by ``thread_model_id DESC`` (domain/TraceThreadDAO.java, its stream query);
+# its cursor reads ``thread_model_id > :last_retrieved_id`` there, which this stand-in does not serve
+# (a request with a cursor is answered 404 and recorded: no test here needs more than a page).
+# Thread feedback scores: PUT /v1/private/traces/threads/feedback-scores (TracesResource.java,
+# scoreBatchOfThreads), body {"scores": [...]}: the batch container as for traces (1 to 1,000, one
+# bad item refuses all), each item a FeedbackScoreItem with a @NotBlank ``thread_id`` instead of
+# ``id`` (api/FeedbackScoreItem.java, FeedbackScoreBatchItemThread). Older backends refused scores
+# for a thread that was not closed (409); the SDK 2.2 notes that the status is no longer required,
+# and this stand-in does not refuse them.
+THREAD_FIELDS = {"id": "string", "first_message": "string", "last_message": "string", "start_time": "date_time",
+                 "end_time": "date_time", "tags": "list", "feedback_scores": "feedback_scores_number"}
+
+
+def check_thread_feedback_score_batch(scores: Any) -> list[dict]:
+    """A thread-score batch as ``check_feedback_score_batch`` checks one for traces, ``thread_id``
+    standing for ``id``: the stored form of each item, keyed by ``id`` (its thread id)."""
+    if isinstance(scores, list):
+        for k, item in enumerate(scores):
+            if isinstance(item, Mapping):
+                not_blank(item.get("thread_id"), f"scores[{k}] ({item.get('name')!r}): thread_id")
+        scores = [{**{k: v for k, v in item.items() if k != "thread_id"}, "id": item["thread_id"]}
+                  if isinstance(item, Mapping) else item for item in scores]
+    return check_feedback_score_batch(scores)

@@ -49,7 +49,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     from opik_metrics.traces.scoring import score_traces
     from opik_metrics.traces.summary import compare_windows
 
-    entity = "spans" if args.spans else "traces"
+    if args.spans and args.threads:
+        raise CLIError("give --spans or --threads, not both")
+    entity = "spans" if args.spans else "threads" if args.threads else "traces"
     common: dict[str, Any] = dict(fields=fields, entity=entity, replace=args.replace, page_size=args.page_size,
                                   progress=not args.no_progress)
     report = score_traces(args.project, metrics, filter_string=args.filter, since=args.since, until=args.until, **common)
@@ -106,6 +108,9 @@ def register(subparsers: Any) -> None:
                             "reference=metadata.reference, image=input.image_url (defaults: output.output, "
                             "metadata.reference, input.image)")
     score.add_argument("--spans", action="store_true", help="score spans instead of traces")
+    score.add_argument("--threads", action="store_true",
+                       help="score threads instead of traces (read in one search; paths start at first_message or "
+                            "last_message, e.g. output=last_message.output)")
     score.add_argument("--replace", action="store_true", help="score again what already holds the scores")
     score.add_argument("--compare-window", metavar="START/END",
                        help="also score the window START/END and compare each score's mean with it (unpaired)")

@@ -13,7 +13,7 @@ from opik_metrics.streams.fields import FieldError, parse_field_options
 #: typically keeps a reference; every one is changed with ``--field``.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {"output": ("output.output",), "reference": ("metadata.reference",),
                                                 "image": ("input.image",)}
-ROOTS = ("input", "output", "metadata", "name", "tags", "thread_id", "id")
+ROOTS = ("input", "output", "metadata", "name", "tags", "thread_id", "id", "first_message", "last_message")
 
 
 class Unreadable(ValueError):
@@ -23,7 +23,8 @@ class Unreadable(ValueError):
 @dataclass(frozen=True)
 class TraceFields:
     """Input name -> the dotted paths it is read from (``reference`` may list several: a list of
-    references). Paths start at a trace's ``input``, ``output`` or ``metadata`` (or ``name``...)."""
+    references). Paths start at a trace's ``input``, ``output`` or ``metadata`` (or ``name``...),
+    a thread's ``first_message`` (its first trace's input) or ``last_message`` (its last output)."""
 
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_PATHS))
 

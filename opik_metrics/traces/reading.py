@@ -1,14 +1,17 @@
 """Pages of what a project holds, read through the SDK's search (``search_traces`` /
 ``search_spans``) with Opik's filter language: each page is the next ``page_size`` entities below
 the last id read (the backend streams newest first and pages on ``id < last``), so memory holds one
-page whatever the project's size, and a page read twice is the same page."""
+page whatever the project's size, and a page read twice is the same page. Threads come in one read
+(``search_threads`` has no cursor a caller can give, and a thread's id is the user's own text, not
+in the stream's order): memory then holds every selected thread."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-ENTITIES = ("traces", "spans")
+ENTITIES = ("traces", "spans", "threads")
+THREADS_AT_MOST = 10_000_000      # search_threads reads them all, in the SDK's own pages
 PAGE_SIZE = 1000        # the backend streams at most 2,000 a request (TraceSearchStreamRequest)
 
 
@@ -66,8 +69,11 @@ SCORES_ONLY = ("input", "output", "metadata", "usage", "error_info", "comments")
 def read_page(client: Any, selection: Selection, below: str | None, size: int,
               exclude: tuple[str, ...] | None = None) -> list[Any]:
     """One page: the next ``size`` entities with ids below ``below`` (None: from the newest)."""
-    search = client.search_traces if selection.entity == "traces" else client.search_spans
     try:
+        if selection.entity == "threads":
+            return list(client.search_threads(project_name=selection.project_name, filter_string=selection.filter(),
+                                              max_results=THREADS_AT_MOST, truncate=False))
+        search = client.search_traces if selection.entity == "traces" else client.search_spans
         return list(search(project_name=selection.project_name, filter_string=selection.filter(below),
                            max_results=size, truncate=False, exclude=list(exclude) if exclude else None))
     except ValueError as exc:          # the SDK's parser refuses the filter before any request
@@ -81,6 +87,6 @@ def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str |
         page = read_page(client, selection, below, size, exclude)
         if page:
             yield page
-        if len(page) < size:
+        if len(page) < size or selection.entity == "threads":
             return
         below = page[-1].id

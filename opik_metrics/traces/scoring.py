@@ -120,7 +120,7 @@ def _needs(metric: Any) -> tuple[bool, bool]:
 def _row(entity: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An entity read by the SDK as (its fields, its feedback scores: name, value, reason)."""
     row = {name: getattr(entity, name, None) for name in ("id", "input", "output", "metadata", "name", "tags",
-                                                          "thread_id")}
+                                                          "thread_id", "first_message", "last_message")}
     scores = [{"name": s.name, "value": s.value, "reason": s.reason} for s in entity.feedback_scores or []]
     return row, scores
 
@@ -265,7 +265,8 @@ def requests_of(groups: Iterable[list[dict[str, Any]]], limit: int = MAX_SCORES_
 
 
 def _send(client: Any, entity: str, groups: list[list[dict[str, Any]]], project_name: str) -> int:
-    log = client.log_traces_feedback_scores if entity == "traces" else client.log_spans_feedback_scores
+    log = {"traces": client.log_traces_feedback_scores, "spans": client.log_spans_feedback_scores,
+           "threads": client.log_threads_feedback_scores}[entity]
     n = 0
     for request in requests_of(groups):
         log(scores=request, project_name=project_name)
@@ -327,7 +328,8 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
                  since: Any = None, until: Any = None, fields: TraceFields | Sequence[str] | None = None,
                  entity: str = "traces", replace: bool = False, client: Any = None, page_size: int = PAGE_SIZE,
                  summary: bool = True, resamples: int | None = None, progress: bool = True) -> TraceScoreReport:
-    """Score project ``project_name``'s traces (``entity="spans"``: its spans) that pass
+    """Score project ``project_name``'s traces (``entity="spans"``: its spans; ``"threads"``: its
+    threads, read in one search, the fields under ``first_message`` / ``last_message``) that pass
     ``filter_string`` (Opik's query language) and start within [``since``, ``until``) with ``metrics``,
     and log each score as a feedback score on its trace. ``fields``: where the inputs are (a
     TraceFields or ``--field`` options, e.g. ``["output=output.caption", "reference=metadata.ref"]``).

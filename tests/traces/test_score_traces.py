@@ -144,3 +144,32 @@ def test_a_reference_free_metric_scores_traces_without_references(server, client
     for tid, t in readable.items():
         assert server.feedback_scores[("trace", tid)]["words"]["value"] == len(t["output"]["output"].split())
     assert report.summary.scores["words"].n == 21
+
+
+def test_threads_are_scored_from_their_messages(server, client):
+    """A thread's first message is its first trace's input, its last message its last trace's output."""
+    threads = {"t-cat": ("a cat is on the mat", ["hello", "a cat sits on the mat"]),
+               "t-dog": ("two dogs are running", ["hi", "two dogs run"]),
+               "t-none": (None, ["hey", "a red bike"])}
+    from datetime import datetime, timedelta, timezone
+    start = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    for n, (thread_id, (reference, turns)) in enumerate(threads.items()):
+        for k, answer in enumerate(turns):
+            client.trace(name="turn", input={"question": f"q{k}", **({"reference": reference} if reference else {})},
+                         output={"output": answer}, thread_id=thread_id, project_name=PROJECT,
+                         start_time=start + timedelta(minutes=10 * n + k))
+    client.flush()
+    report = score_traces(PROJECT, [BLEU(track=False)], client=client, entity="threads", progress=False,
+                          fields=["output=last_message.output", "reference=first_message.reference"])
+    assert server.invalid == [] and server.unexpected == []
+    assert report.selected == 3 and report.without_reference == {"bleu": 1} and report.complete
+    bleu = BLEU(track=False)
+    for thread_id, (reference, turns) in threads.items():
+        held = server.feedback_scores.get(("thread", thread_id), {})
+        if reference is None:
+            assert held == {}
+        else:
+            assert held["bleu"]["value"] == pytest.approx(bleu.score(turns[-1], reference)[0].value, abs=1e-9)
+    again = score_traces(PROJECT, [BLEU(track=False)], client=client, entity="threads", progress=False,
+                         fields=["output=last_message.output", "reference=first_message.reference"])
+    assert again.sent_scores == 0 and again.skipped == {"bleu": 2}

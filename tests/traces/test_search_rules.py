@@ -54,3 +54,13 @@ def test_exclude_leaves_fields_out_and_refuses_unknown_ones(server, client):
     with pytest.raises(ApiError) as refused:
         client.search_traces(project_name=PROJECT, exclude=["no_such_field"])
     assert refused.value.status_code == 400
+
+
+def test_a_thread_score_without_a_thread_id_refuses_the_batch(server, client):
+    from opik.rest_api.types.feedback_score_batch_item_thread import FeedbackScoreBatchItemThread
+
+    good = FeedbackScoreBatchItemThread(thread_id="t1", name="bleu", value=0.5, source="sdk", project_name=PROJECT)
+    blank = FeedbackScoreBatchItemThread(thread_id="  ", name="bleu", value=0.5, source="sdk", project_name=PROJECT)
+    with pytest.raises(ApiError) as refused:
+        client.rest_client.traces.score_batch_of_threads(scores=[good, blank])
+    assert refused.value.status_code == 422 and ("thread", "t1") not in server.feedback_scores
