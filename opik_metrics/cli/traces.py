@@ -73,6 +73,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         if report.summary and (report.summary.scores or report.summary.corpus):
             print()
             print(format_table(["score", "n", "mean", "95% interval"], _summary_rows(report)))
+        if window is not None:
+            print()
+            print("\n".join(one_line(f"earlier window {window[0]}/{window[1]}: {line}") for line in earlier.lines()))
         if compared and window is not None:
             print()
             print(one_line(f"against {window[0]}/{window[1]} (unpaired bootstrap: different {entity})"))
