@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from opik_metrics.core import facts_of
 from opik_metrics.core.table import one_line
+from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.opik_server import PUSH_ADVICE, choose_backend, client_url, server_errors
 from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
@@ -316,6 +317,28 @@ def _check(client: Any, run: _Run, top: str | None, page_size: int) -> None:
     run.pending.clear()
 
 
+def _references(client: Any, selection: Selection, fields: TraceFields, page_size: int,
+                progress: bool) -> list[Any]:
+    """The first pass for a metric whose item scores depend on the whole set (CIDEr-D's document
+    frequencies): every selected entity's reference, so that pages score as one pass over the
+    selection would. Memory holds these references (only these)."""
+    references = []
+    bar = tqdm(desc=one_line(f"reading references of {selection.project_name}"), unit=selection.entity[:-1],
+               disable=not progress)
+    for page in pages(client, selection, page_size):
+        for entity in page:
+            row = _row(entity)[0]
+            try:                            # only what will be scored: a text output and a reference
+                output, reference = fields.read(row, "output"), fields.read(row, "reference")
+            except Unreadable:
+                continue                    # named when the page is scored
+            if output is not None and reference is not None:
+                references.append(reference)
+        bar.update(len(page))
+    bar.close()
+    return references
+
+
 def opik_client(project_name: str) -> Any:
     """The configured Opik server's client, after checking it answers (one line when it does not)."""
     backend = choose_backend("opik", local_advice=PUSH_ADVICE)
@@ -347,6 +370,9 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     if client is None:
         client = opik_client(project_name)
     url = client_url(client)
+    if any(getattr(m, "corpus_pending", False) for m in metrics):
+        with server_errors(url, f"reading the references of project {project_name!r}'s {entity}"):
+            fit_corpus_contexts(metrics, _references(client, selection, trace_fields, page_size, progress))
     report = TraceScoreReport(project_name=project_name, entity=entity)
     run = _Run(list(metrics), trace_fields, selection, replace, report)
     bar = tqdm(desc=one_line(f"scoring {entity} of {project_name}"), unit=entity[:-1], disable=not progress)

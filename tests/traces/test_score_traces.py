@@ -173,3 +173,20 @@ def test_threads_are_scored_from_their_messages(server, client):
     again = score_traces(PROJECT, [BLEU(track=False)], client=client, entity="threads", progress=False,
                          fields=["output=last_message.output", "reference=first_message.reference"])
     assert again.sent_scores == 0 and again.skipped == {"bleu": 2}
+
+
+def test_cider_scores_pages_as_one_pass_over_the_selection(server, client):
+    """CIDEr-D's document frequencies come from every selected trace's reference (a first pass), so
+    pages of 4 give the numbers of CIDEr called once on the whole set."""
+    from opik_metrics import CIDEr
+
+    logged = log_project(client)
+    report = score_traces(PROJECT, [CIDEr(track=False)], client=client, page_size=4, progress=False)
+    assert report.complete
+    scorable = _scorable(logged)
+    ids = list(scorable)
+    whole = CIDEr(track=False).score_batch([scorable[t]["output"]["output"] for t in ids],
+                                           [scorable[t]["metadata"]["reference"] for t in ids])
+    for tid, results in zip(ids, whole):
+        held = server.feedback_scores[("trace", tid)]
+        assert {n: s["value"] for n, s in held.items()} == {r.name: pytest.approx(r.value, abs=1e-9) for r in results}
