@@ -31,6 +31,7 @@ _PUBLIC = {
     "evaluate": "opik_metrics.experiments.evaluate",
     "evaluate_experiment": "opik_metrics.experiments.evaluate",
     "ResultsMissing": "opik_metrics.experiments.evaluate",
+    "score_traces": "opik_metrics.traces.scoring",
 }
 __all__ = sorted(_PUBLIC)
 

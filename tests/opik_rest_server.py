@@ -16,7 +16,8 @@ them, a feedback-score batch with one bad score is refused whole. It serves what
 background streamer sends (trace and span batches and updates, trace and span feedback-score
 batches), so ``opik.evaluate`` and ``client.trace(...)`` run against it without the in-memory
 emulator; an experiment item reads its trace's input, output and feedback scores, as the real
-server joins them.
+server joins them. Trace and span searches apply the filters of Opik's query language and page
+newest first below ``last_retrieved_id``, as the backend's stream does (rules.check_filters).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import gzip
 import json
 import re
 import threading
+import typing
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,6 +34,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pydantic
 from opik.api_objects import opik_client
 from opik.id_helpers import generate_id
+from opik.rest_api.spans.types.span_search_stream_request_public_exclude_item import \
+    SpanSearchStreamRequestPublicExcludeItem
+from opik.rest_api.traces.types.trace_search_stream_request_public_exclude_item import \
+    TraceSearchStreamRequestPublicExcludeItem
 from opik.rest_api.types.dashboard_page_public import DashboardPagePublic
 from opik.rest_api.types.dashboard_public import DashboardPublic
 from opik.rest_api.types.dashboard_update_public import DashboardUpdatePublic
@@ -50,12 +56,14 @@ from opik.rest_api.types.experiment_public import ExperimentPublic
 from opik.rest_api.types.experiment_score import ExperimentScore
 from opik.rest_api.types.experiment_update import ExperimentUpdate
 from opik.rest_api.types.feedback_score_batch_item import FeedbackScoreBatchItem
+from opik.rest_api.types.feedback_score_batch_item_thread import FeedbackScoreBatchItemThread
 from opik.rest_api.types.project_detailed import ProjectDetailed
 from opik.rest_api.types.project_public import ProjectPublic
 from opik.rest_api.types.span_public import SpanPublic
 from opik.rest_api.types.span_update import SpanUpdate
 from opik.rest_api.types.span_write import SpanWrite
 from opik.rest_api.types.trace_public import TracePublic
+from opik.rest_api.types.trace_thread import TraceThread
 from opik.rest_api.types.trace_update import TraceUpdate
 from opik.rest_api.types.trace_write import TraceWrite
 from opik.rest_api.types.workspace_name_holder import WorkspaceNameHolder
@@ -88,6 +96,8 @@ def _public(model: type[pydantic.BaseModel], data: dict) -> dict:
     return data
 
 
+_TRACE_EXCLUDE = typing.get_args(typing.get_args(TraceSearchStreamRequestPublicExcludeItem)[0])
+_SPAN_EXCLUDE = typing.get_args(typing.get_args(SpanSearchStreamRequestPublicExcludeItem)[0])
 _DEFAULT_PROJECT_ID = "01a20000-0000-7000-8000-000000000001"
 
 
@@ -118,6 +128,8 @@ class OpikRestServer:
         self.dataset_items: dict[str, list[dict]] = {}
         self.experiment_items: dict[str, list[dict]] = {}
         self.traces: dict[str, dict] = {}
+        self._sorted_traces: list[dict] | None = None
+        self.thread_models: dict[tuple, str] = {}               # (project, thread id) -> thread model id
         self.spans: dict[str, list[dict]] = {}                  # trace id -> its spans
         self.feedback_scores: dict[tuple[str, str], dict[str, dict]] = {}   # (trace|span, id) -> name -> score
         self.authored: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}   # ... -> name -> author -> score
@@ -466,23 +478,45 @@ class OpikRestServer:
         if method == "POST" and p == "/v1/private/traces/search":
             _check_keys(body, {"project_name", "project_id", "filters", "last_retrieved_id", "limit", "truncate",
                                "strip_attachments", "exclude", "from_time", "to_time"}, "traces/search")
-            if body.get("filters"):
-                self.unexpected.append(f"{method} {p} with filters (not served here)")
-                return 404, {"errors": ["trace filters are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "traces")
+            limit = rules.search_limit(body.get("limit"))
             project = self._project_of_request(body)
-            rows = [self._trace_public(t) for t in self.traces.values()
-                    if "start_time" in t and t.get("project_name") == project]
-            return 200, self._page(rows, body), True
+            rows = self._searched(self._traces_newest_first(), lambda t: "start_time" in t and
+                                  t.get("project_name") == project, "trace", filters, body.get("last_retrieved_id"),
+                                  limit)
+            exclude = rules.check_exclude(body.get("exclude"), _TRACE_EXCLUDE, "traces/search")
+            return 200, [_excluding(self._trace_public(t), exclude) for t in rows], True
+        if method == "POST" and p == "/v1/private/traces/threads/search":
+            _check_keys(body, {"project_name", "project_id", "filters", "last_retrieved_thread_model_id", "limit",
+                               "truncate", "strip_attachments", "from_time", "to_time"}, "traces/threads/search")
+            if body.get("last_retrieved_thread_model_id") is not None:
+                self.unexpected.append(f"{method} {p} with a cursor (not served here)")
+                return 404, {"errors": ["thread search cursors are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "threads")
+            limit = rules.search_limit(body.get("limit"))
+            project = self._project_of_request(body)
+            threads = [t for t in self._threads(project)
+                       if rules.matches(t, self.feedback_scores.get(("thread", t["id"]), {}), filters)]
+            return 200, [self._thread_public(t) for t in threads[:limit]], True
+        if method == "PUT" and p == "/v1/private/traces/threads/feedback-scores":
+            _check_keys(body, {"scores"}, "thread feedback scores batch")
+            for score in body.get("scores") or []:
+                check_body(FeedbackScoreBatchItemThread, score)
+            self._store_scores("thread", rules.check_thread_feedback_score_batch(body.get("scores")))
+            return 204, None, False
         if method == "POST" and p == "/v1/private/spans/search":
             _check_keys(body, {"trace_id", "project_name", "project_id", "type", "filters", "limit",
                                "last_retrieved_id", "truncate", "exclude", "from_time", "to_time"}, "spans/search")
-            if body.get("filters"):
-                self.unexpected.append(f"{method} {p} with filters (not served here)")
-                return 404, {"errors": ["span filters are not served here"]}, False
+            filters = rules.check_filters(body.get("filters"), "spans")
+            limit = rules.search_limit(body.get("limit"))
             project = self._project_of_request(body)
-            spans = [self._span_public(s) for s in self.spans.get(body.get("trace_id"), [])
-                     if "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project]
-            return 200, self._page(spans, body), True
+            candidates = (self.spans.get(body["trace_id"], []) if body.get("trace_id")
+                          else [s for spans in self.spans.values() for s in spans])
+            rows = self._searched(sorted(candidates, key=lambda s: s["id"], reverse=True),
+                                  lambda s: "start_time" in s and s.get("project_name", rules.DEFAULT_PROJECT) == project,
+                                  "span", filters, body.get("last_retrieved_id"), limit)
+            exclude = rules.check_exclude(body.get("exclude"), _SPAN_EXCLUDE, "spans/search")
+            return 200, [_excluding(self._span_public(s), exclude) for s in rows], True
         return None
 
     def _project_of_request(self, body: dict) -> str | None:
@@ -562,6 +596,60 @@ class OpikRestServer:
         row["trace_count"] = len({i["trace_id"] for i in items if i["trace_id"] in self.traces})
         return _public(ExperimentPublic, row)
 
+    def _threads(self, project: str | None) -> list[dict]:
+        """The project's threads made from its traces, newest thread model first: first_message the
+        first trace's input, last_message the last trace's output (by start time)."""
+        grouped: dict[str, list[dict]] = {}
+        for trace in self.traces.values():
+            if trace.get("thread_id") and "start_time" in trace and trace.get("project_name") == project:
+                grouped.setdefault(trace["thread_id"], []).append(trace)
+        threads = []
+        for thread_id, traces in grouped.items():
+            traces.sort(key=lambda t: (t["start_time"], t["id"]))
+            model_id = self.thread_models.setdefault((project, thread_id), generate_id())
+            threads.append({"id": thread_id, "thread_model_id": model_id, "project_name": project,
+                            "start_time": traces[0]["start_time"], "end_time": traces[-1].get("end_time"),
+                            "first_message": traces[0].get("input"), "last_message": traces[-1].get("output"),
+                            "number_of_messages": 2 * len(traces)})
+        return sorted(threads, key=lambda t: t["thread_model_id"], reverse=True)
+
+    def _thread_public(self, thread: dict) -> dict:
+        row = {k: v for k, v in thread.items() if k != "project_name" and v is not None}
+        row["project_id"] = self.projects[thread["project_name"]]["id"]
+        scores = self._scores_of("thread", thread["id"])
+        if scores:
+            row["feedback_scores"] = scores
+        return _public(TraceThread, row)
+
+    def _traces_newest_first(self) -> list[dict]:
+        """Every trace by id, newest first; sorted again only when traces were added since."""
+        if self._sorted_traces is None or len(self._sorted_traces) != len(self.traces):
+            self._sorted_traces = sorted(self.traces.values(), key=lambda t: t["id"], reverse=True)
+        return self._sorted_traces
+
+    def _searched(self, newest_first: list[dict], wanted: Any, entity: str, filters: list[dict], last: Any,
+                  limit: int) -> list[dict]:
+        """A search stream's page (``rules.search_page``): below the cursor, rows that are ``wanted``
+        (the project's) and pass ``filters``, at most ``limit``."""
+        start = 0
+        if last is not None:                 # the first row whose id is below the cursor
+            lo, hi = 0, len(newest_first)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_first[mid]["id"] < str(last):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            start = lo
+        page: list[dict] = []
+        for row in newest_first[start:]:
+            if len(page) == limit:
+                break
+            if wanted(row) and (not filters or rules.matches(row, self.feedback_scores.get((entity, row["id"]), {}),
+                                                             filters)):
+                page.append(row)
+        return rules.search_page(page, last, limit)
+
     def _page(self, rows: list[dict], body: Any) -> list[dict]:
         """A streamed read: after ``last_retrieved_id``, at most ``limit`` rows."""
         body = body or {}
@@ -588,6 +676,12 @@ class OpikRestServer:
         joined = {**item, "input": trace.get("input"), "output": trace.get("output"),
                   "feedback_scores": self._scores_of("trace", item["trace_id"])}
         return {k: v for k, v in joined.items() if v is not None}
+
+
+def _excluding(row: dict, exclude: Any) -> dict:
+    """A searched row without the fields the request's ``exclude`` names (the id always stays), as
+    TraceSearchStreamRequest's / SpanSearchStreamRequest's ``exclude`` leaves them out."""
+    return {k: v for k, v in row.items() if k == "id" or k not in (exclude or ())}
 
 
 def _numbered_page(rows: list[dict], query: dict) -> dict:

@@ -358,3 +358,239 @@ def dashboard_project(body: Mapping[str, Any]) -> str | None:
     """The project name a dashboard create gets (or creates), None for a workspace dashboard."""
     name = body.get("project_name")
     return name if isinstance(name, str) and not _blank(name) and body.get("project_id") is None else None
+
+
+# ---- searching traces and spans ---------------------------------------------------------------
+# api/TraceSearchStreamRequest.java (POST /v1/private/traces/search, TracesResource.java): filters
+# List<TraceFilter>, lastRetrievedId UUID, ``@Min(1) @Max(2000) Integer limit`` (null: 500);
+# SpanSearchStreamRequest.java alike. domain/TraceDAO.java streams the project's traces newest
+# first, ``ORDER BY ... id DESC``, and pages with ``id < :last_retrieved_id`` (ids are UUID v7, so
+# the cursor keeps a page stable while newer traces arrive; Opik's own e2e paging tests lean on it).
+# domain/filter/FilterQueryBuilder.java (ANALYTICS_DB_OPERATOR_MAP) turns each filter into SQL by
+# operator and field type; every filter must hold (AND). The pairs served here, as it writes them:
+#   string (id, name, thread_id, input, output): = and != compare ``lower(...)``, < and > too;
+#     contains / not_contains are ``ilike('%v%')``; starts_with / ends_with lower-case both sides.
+#     input and output are their JSON text.
+#   date_time (start_time, end_time): =, !=, <, <=, >, >= against ``parseDateTime64BestEffort(v)``.
+#   dictionary (metadata.KEY): ``JSON_VALUE(metadata, '$.KEY')`` (a scalar's text; '' for a missing
+#     key, an object or an array): = and != lower-cased; contains ilike; > and < as Float64 (null
+#     when either is not a number: no match); is_empty / is_not_empty on '' or 'null'.
+#   list (tags): contains is ``arrayExists(ilike(element, '%v%'))``; = is ``has(tags, v)``.
+#   feedback_scores_number (feedback_scores.NAME): the name lower-cased, the value a Decimal64(9):
+#     =, !=, >, >=, <, <=; is_empty / is_not_empty: the entity has no / a score of that name.
+# A pair the map lacks (``id >= x``, ``tags > x``) or a field the entity has not is refused (400).
+SEARCH_LIMIT_MAX = 2000
+SEARCH_LIMIT_DEFAULT = 500
+
+
+def search_limit(limit: Any) -> int:
+    """A search request's page size: null is 500; outside 1..2000 the backend answers 422."""
+    if limit is None:
+        return SEARCH_LIMIT_DEFAULT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SEARCH_LIMIT_MAX:
+        raise Refused(f"limit must be between 1 and {SEARCH_LIMIT_MAX}")
+    return limit
+
+
+_STRING_FIELDS = {"id", "name", "thread_id", "input", "output", "type", "model", "provider"}
+_DATE_FIELDS = {"start_time", "end_time"}
+_OPERATORS = {
+    "string": {"=", "!=", "<", ">", "contains", "not_contains", "starts_with", "ends_with"},
+    "date_time": {"=", "!=", "<", "<=", ">", ">="},
+    "dictionary": {"=", "!=", "<", ">", "contains", "not_contains", "starts_with", "ends_with", "is_empty",
+                   "is_not_empty"},
+    "list": {"=", "!=", "contains", "not_contains", "is_empty", "is_not_empty"},
+    "feedback_scores_number": {"=", "!=", "<", "<=", ">", ">=", "is_empty", "is_not_empty"},
+}
+
+
+def _field_type(field: str, entity: str = "traces") -> str | None:
+    if entity == "threads":
+        return THREAD_FIELDS.get(field)
+    if field in _STRING_FIELDS:
+        return "string"
+    if field in _DATE_FIELDS:
+        return "date_time"
+    return {"metadata": "dictionary", "tags": "list", "feedback_scores": "feedback_scores_number"}.get(field)
+
+
+def _json_value(node: Any, key: str) -> str:
+    """``JSON_VALUE(node, '$.key')``: a scalar's text, '' for a missing key, an object or an array."""
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return ""
+        node = node[part]
+    if isinstance(node, (Mapping, list)):
+        return ""
+    if node is None:
+        return "null"
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return node if isinstance(node, str) else json.dumps(node)
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _date(text: Any, where: str) -> str:
+    from datetime import datetime, timezone
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise Refused(f"Invalid filter: {where}: {text!r} is not a date-time", BAD_REQUEST) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    if left is None or right is None:
+        return False
+    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right, ">": left > right,
+            ">=": left >= right}[op]
+
+
+def _matches(row: Mapping[str, Any], scores: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
+    field, op, key, value = flt["field"], flt["operator"], flt.get("key") or "", flt.get("value") or ""
+    kind = flt.get("_kind") or _field_type(field)
+    if kind == "string":
+        text = _text(row.get(field) or "").lower()
+        wanted = str(value).lower()
+        if op == "contains":
+            return wanted in text
+        if op == "not_contains":
+            return wanted not in text
+        if op == "starts_with":
+            return text.startswith(wanted)
+        if op == "ends_with":
+            return text.endswith(wanted)
+        return _compare(op, text, wanted)
+    if kind == "date_time":
+        stamp = row.get(field)
+        return stamp is not None and _compare(op, _date(stamp, field), _date(value, field))
+    if kind == "dictionary":
+        text = _json_value(row.get(field) or {}, key)
+        if op == "is_empty":
+            return text in ("", "null")
+        if op == "is_not_empty":
+            return text not in ("", "null")
+        if op in ("<", ">"):
+            return _compare(op, _float_or_none(text), _float_or_none(str(value)))
+        if op == "contains":
+            return str(value).lower() in text.lower()
+        if op == "not_contains":
+            return str(value).lower() not in text.lower()
+        if op == "starts_with":
+            return text.lower().startswith(str(value).lower())
+        if op == "ends_with":
+            return text.lower().endswith(str(value).lower())
+        return _compare(op, text.lower(), str(value).lower())
+    if kind == "list":
+        tags = [str(t) for t in row.get(field) or []]
+        if op == "contains":
+            return any(str(value).lower() in t.lower() for t in tags)
+        if op == "not_contains":
+            return not any(str(value).lower() in t.lower() for t in tags)
+        if op in ("is_empty", "is_not_empty"):
+            return (not tags) == (op == "is_empty")
+        return (value in tags) == (op == "=")
+    # feedback scores: by name, lower-cased
+    named = {n.lower(): s for n, s in scores.items()}
+    score = named.get(key.lower())
+    if op in ("is_empty", "is_not_empty"):
+        return (score is None) == (op == "is_empty")
+    if score is None:
+        return False
+    return _compare(op, Decimal(repr(float(score["value"]))), Decimal(str(value)).quantize(Decimal(1).scaleb(-SCALE)))
+
+
+def check_filters(filters: Any, entity: str) -> list[dict]:
+    """A search's filters as the backend reads them; Refused 400 for a field or operator it does not
+    serve for ``entity`` ("traces" or "spans")."""
+    if filters is None:
+        return []
+    if isinstance(filters, str):                     # a query parameter: the filters' JSON text
+        filters = parse_json(filters.encode())
+    if not isinstance(filters, list):
+        raise Refused("Unable to process JSON. filters: expected an array", BAD_REQUEST)
+    checked = []
+    for k, flt in enumerate(filters):
+        if not isinstance(flt, Mapping):
+            raise Refused(f"Unable to process JSON. filters[{k}]: expected an object", BAD_REQUEST)
+        kind = _field_type(flt.get("field"), entity)
+        if kind is None or (entity == "traces" and flt.get("field") in ("type", "model", "provider")):
+            raise Refused(f"Invalid filter: filters[{k}]: unknown {entity} field {flt.get('field')!r}", BAD_REQUEST)
+        if flt.get("operator") not in _OPERATORS[kind]:
+            raise Refused(f"Invalid filter: filters[{k}]: operator {flt.get('operator')!r} does not apply to "
+                          f"{flt.get('field')!r} ({kind})", BAD_REQUEST)
+        if kind in ("dictionary", "feedback_scores_number") and not flt.get("key"):
+            raise Refused(f"Invalid filter: filters[{k}]: {flt.get('field')!r} needs a key", BAD_REQUEST)
+        if kind == "date_time":
+            _date(flt.get("value"), str(flt.get("field")))
+        checked.append({**flt, "_kind": kind})
+    return checked
+
+
+def matches(row: Mapping[str, Any], scores: Mapping[str, Any], filters: list[dict]) -> bool:
+    """Whether a stored trace or span (``scores``: its feedback scores, name -> score) passes every filter."""
+    return all(_matches(row, scores, f) for f in filters)
+
+
+def search_page(rows: list[dict], last_retrieved_id: Any, limit: int) -> list[dict]:
+    """The stream's page: rows by id, newest first, below the cursor, at most ``limit``."""
+    ordered = sorted(rows, key=lambda r: r["id"], reverse=True)
+    if last_retrieved_id is not None:
+        ordered = [r for r in ordered if r["id"] < str(last_retrieved_id)]
+    return ordered[:limit]
+
+
+# api/TraceSearchStreamRequest.java / SpanSearchStreamRequest.java: ``exclude`` is a list of the
+# entity's field names (an enum, the SDK's ``...SearchStreamRequestPublicExcludeItem`` literals):
+# a name outside it cannot be mapped (400); the named fields are left out of each row.
+def check_exclude(exclude: Any, allowed: tuple[str, ...], where: str) -> list[str]:
+    if exclude is None:
+        return []
+    if isinstance(exclude, str):                     # the SDK sends the list as its JSON text
+        exclude = parse_json(exclude.encode())
+    if not isinstance(exclude, list) or any(e not in allowed for e in exclude):
+        raise Refused(f"Unable to process JSON. {where}: exclude {exclude!r} names a field outside {allowed}",
+                      BAD_REQUEST)
+    return exclude
+
+
+# ---- threads ----------------------------------------------------------------------------------
+# A thread is the traces of a project that share a ``thread_id`` (domain/TraceThreadService.java
+# makes a thread model, with its own UUID v7 ``thread_model_id``, for each new thread id).
+# api/TraceThreadSearchStreamRequest.java (POST /v1/private/traces/threads/search): filters
+# List<TraceThreadFilter>, lastRetrievedThreadModelId, ``@Min(1) @Max(2000) Integer limit`` (null:
+# 500). The stream orders by ``thread_model_id DESC`` (domain/TraceThreadDAO.java, its stream query);
+# its cursor reads ``thread_model_id > :last_retrieved_id`` there, which this stand-in does not serve
+# (a request with a cursor is answered 404 and recorded: no test here needs more than a page).
+# Thread feedback scores: PUT /v1/private/traces/threads/feedback-scores (TracesResource.java,
+# scoreBatchOfThreads), body {"scores": [...]}: the batch container as for traces (1 to 1,000, one
+# bad item refuses all), each item a FeedbackScoreItem with a @NotBlank ``thread_id`` instead of
+# ``id`` (api/FeedbackScoreItem.java, FeedbackScoreBatchItemThread). Older backends refused scores
+# for a thread that was not closed (409); the SDK 2.2 notes that the status is no longer required,
+# and this stand-in does not refuse them.
+THREAD_FIELDS = {"id": "string", "first_message": "string", "last_message": "string", "start_time": "date_time",
+                 "end_time": "date_time", "tags": "list", "feedback_scores": "feedback_scores_number"}
+
+
+def check_thread_feedback_score_batch(scores: Any) -> list[dict]:
+    """A thread-score batch as ``check_feedback_score_batch`` checks one for traces, ``thread_id``
+    standing for ``id``: the stored form of each item, keyed by ``id`` (its thread id)."""
+    if isinstance(scores, list):
+        for k, item in enumerate(scores):
+            if isinstance(item, Mapping):
+                not_blank(item.get("thread_id"), f"scores[{k}] ({item.get('name')!r}): thread_id")
+        scores = [{**{k: v for k, v in item.items() if k != "thread_id"}, "id": item["thread_id"]}
+                  if isinstance(item, Mapping) else item for item in scores]
+    return check_feedback_score_batch(scores)

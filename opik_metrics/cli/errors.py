@@ -136,6 +136,8 @@ def interrupted_message(args: argparse.Namespace) -> str:
         store = getattr(args, "store", None)
         return "interrupted: every item finished so far is kept in the local store" + (f" {store}" if store else "") \
             + resume
+    if getattr(args, "command", None) == "traces":
+        return "interrupted: the scores sent so far are kept on the server" + resume + " (what has its scores is skipped)"
     return "interrupted"
 
 

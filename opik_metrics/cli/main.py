@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import Sequence
 
-from opik_metrics.cli import agreement, caption, compare, experiments, explain, score
+from opik_metrics.cli import agreement, caption, compare, experiments, explain, score, traces
 from opik_metrics.cli.errors import (CLIError, check_arguments, fail, parse_arguments, plugin_warnings_in_one_line,
                                      run_command)
 
 
-COMMANDS = (score, explain, caption, experiments, compare, agreement)
+COMMANDS = (score, explain, caption, experiments, compare, agreement, traces)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

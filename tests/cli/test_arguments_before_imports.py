@@ -31,13 +31,13 @@ def _run(module: str, args: list[str]) -> dict:
 
 
 COMMANDS = [[], ["score"], ["explain"], ["caption"], ["compare"], ["agreement"], ["experiments"], ["experiments", "list"],
-            ["experiments", "show"], ["experiments", "rescore"], ["experiments", "push"]]
+            ["experiments", "show"], ["experiments", "rescore"], ["experiments", "push"], ["traces"], ["traces", "score"]]
 
 
 def test_the_list_of_commands_is_complete(capsys):
     from opik_metrics.cli.main import main
 
-    for command in ([], ["experiments"]):
+    for command in ([], ["experiments"], ["traces"]):
         with pytest.raises(SystemExit):
             main([*command, "--help"])
         listed = re.search(r"\{([\w,-]+)\}", capsys.readouterr().out).group(1).split(",")
@@ -57,6 +57,8 @@ def test_help_imports_nothing_heavy(command):
     ["agreement", "run-1"],                                  # no --human
     ["agreement", "run-1", "--human", "rating", "--raters", "median"],
     ["score", "--metric", "no-such-metric", "-p", "a.txt", "-r", "b.txt"],
+    ["traces", "score", "--project", "p", "-m", "bleu", "--field", "output=caption"],
+    ["traces", "score", "--project", "p", "-m", "bleu", "--since", "last tuesday"],
 ])
 def test_usage_errors_import_nothing_heavy(args):
     result = _run("opik_metrics.cli.main", args)

@@ -1,4 +1,4 @@
-"""The import arrows of the design run one way: cli -> pipelines -> meta_evaluation -> compare -> distributed ->
+"""The import arrows of the design run one way: cli -> pipelines -> meta_evaluation -> traces -> compare -> distributed ->
 streams -> experiments -> scoring -> metrics -> metric_kit -> engines (neural -> images -> text) -> execution -> core. Engines never import opik; nothing imports the
 CLI; module-level imports make no cycle. Read from the source with ast, every import counted
 (those inside functions too)."""
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["core", "execution", "text", "images", "neural", "metric_kit", "metrics", "scoring", "experiments", "streams", "distributed", "compare",
-          "meta_evaluation", "pipelines",
+          "traces", "meta_evaluation", "pipelines",
           "cli"]
 
 

@@ -11,7 +11,7 @@ import math
 import numbers
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, Iterator, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -26,9 +26,11 @@ __all__ = [
     "PairedResult",
     "Statistic",
     "bootstrap_interval",
+    "interval_of",
     "paired_bootstrap",
     "paired_from_resamples",
     "percentile_interval",
+    "resample_blocks",
     "resample_indices",
     "resamples_for",
     "wins_ties_losses",
@@ -120,6 +122,25 @@ def _rows_per_chunk(n_items: int) -> int:
 # -- resampling -----------------------------------------------------------------------------
 
 
+def resample_blocks(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
+                    seed: int = DEFAULT_SEED) -> Iterator[np.ndarray]:
+    """The rows of ``resample_indices(n_items, n_resamples, seed)``, a block of rows at a time (about
+    4 M indices each), so that a caller reducing each block (a mean per resample) never holds them all."""
+    n_items = _check_int(n_items, "n_items", 1)
+    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    seed = _check_int(seed, "seed", 0)
+
+    def blocks() -> Iterator[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        dtype = np.int32 if n_items <= np.iinfo(np.int32).max else np.int64
+        step = _rows_per_chunk(n_items)
+        for start in range(0, n_resamples, step):
+            rows = min(step, n_resamples - start)
+            yield rng.choice(n_items, size=(rows, n_items), replace=True).astype(dtype, copy=False)
+
+    return blocks()
+
+
 def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED) -> np.ndarray:
     """Bootstrap item indices, shape (n_resamples, n_items), drawn with replacement.
@@ -130,16 +151,14 @@ def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
     int32 when the items allow: half the memory of the int64 draw and no second copy of it (100,000
     items x 1,000 resamples: 381 MB instead of 763 MB, and never both).
     """
-    n_items = _check_int(n_items, "n_items", 1)
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
-    seed = _check_int(seed, "seed", 0)
-    rng = np.random.default_rng(seed)
-    dtype = np.int32 if n_items <= np.iinfo(np.int32).max else np.int64
-    out = np.empty((n_resamples, n_items), dtype=dtype)
-    step = _rows_per_chunk(n_items)
-    for start in range(0, n_resamples, step):
-        rows = min(step, n_resamples - start)
-        out[start:start + rows] = rng.choice(n_items, size=(rows, n_items), replace=True)
+    blocks = resample_blocks(n_items, n_resamples, seed)
+    first = next(blocks)
+    out = np.empty((n_resamples, n_items), dtype=first.dtype)
+    out[:len(first)] = first
+    start = len(first)
+    for block in blocks:
+        out[start:start + len(block)] = block
+        start += len(block)
     return out
 
 
@@ -349,9 +368,16 @@ def bootstrap_interval(statistic: Statistic, idx: np.ndarray,
     """
     confidence = _check_confidence(confidence)
     idx = _check_indices(idx, statistic.n_items)
-    values = np.asarray(statistic.resampled(idx), dtype=np.float64)
+    return interval_of(float(statistic.value), statistic.resampled(idx), confidence)
+
+
+def interval_of(estimate: float, resampled: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """The percentile interval of ``bootstrap_interval`` from a statistic's value on the full sample
+    and its values on the resamples (for a caller that resampled block by block, ``resample_blocks``)."""
+    confidence = _check_confidence(confidence)
+    values = np.asarray(resampled, dtype=np.float64)
     low, high = _percentile_bounds(values, confidence)
-    return Interval(float(statistic.value), low, high, confidence, float(values.mean()))
+    return Interval(float(estimate), low, high, confidence, float(values.mean()))
 
 
 def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,

@@ -1,0 +1,92 @@
+"""Pages of what a project holds, read through the SDK's search (``search_traces`` /
+``search_spans``) with Opik's filter language: each page is the next ``page_size`` entities below
+the last id read (the backend streams newest first and pages on ``id < last``), so memory holds one
+page whatever the project's size, and a page read twice is the same page. Threads come in one read
+(``search_threads`` has no cursor a caller can give, and a thread's id is the user's own text, not
+in the stream's order): memory then holds every selected thread."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+ENTITIES = ("traces", "spans", "threads")
+THREADS_AT_MOST = 10_000_000      # search_threads reads them all, in the SDK's own pages
+PAGE_SIZE = 1000        # the backend streams at most 2,000 a request (TraceSearchStreamRequest)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which entities of which project: a filter in Opik's query language and a start time."""
+
+    project_name: str
+    entity: str = "traces"
+    filter_string: str | None = None
+    since: str | None = None            # ISO 8601: start_time >= since
+    until: str | None = None            # ISO 8601: start_time < until
+
+    def __post_init__(self) -> None:
+        if self.entity not in ENTITIES:
+            raise ValueError(f"entity: expected one of {', '.join(ENTITIES)}, got {self.entity!r}")
+        if not isinstance(self.project_name, str) or not self.project_name.strip():
+            raise ValueError(f"project_name: expected a project's name, got {self.project_name!r}")
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, iso_time(value, name))
+
+    def filter(self, below: str | None = None) -> str | None:
+        """The filter string of a page: the user's, the time window, and ``id < below``."""
+        parts = [self.filter_string] if self.filter_string else []
+        if self.since:
+            parts.append(f'start_time >= "{self.since}"')
+        if self.until:
+            parts.append(f'start_time < "{self.until}"')
+        if below:
+            parts.append(f'id < "{below}"')
+        return " AND ".join(parts) or None
+
+
+def iso_time(value: Any, what: str) -> str:
+    """A date or date-time (text or datetime) as the UTC ISO 8601 text Opik's filters take."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{what}: expected a date or date-time such as 2026-11-01 or "
+                             f"2026-11-01T12:00:00Z, got {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+#: What a read of feedback scores alone leaves out (the search's ``exclude``): the heavy fields.
+SCORES_ONLY = ("input", "output", "metadata", "usage", "error_info", "comments")
+
+
+def read_page(client: Any, selection: Selection, below: str | None, size: int,
+              exclude: tuple[str, ...] | None = None) -> list[Any]:
+    """One page: the next ``size`` entities with ids below ``below`` (None: from the newest)."""
+    try:
+        if selection.entity == "threads":
+            return list(client.search_threads(project_name=selection.project_name, filter_string=selection.filter(),
+                                              max_results=THREADS_AT_MOST, truncate=False))
+        search = client.search_traces if selection.entity == "traces" else client.search_spans
+        return list(search(project_name=selection.project_name, filter_string=selection.filter(below),
+                           max_results=size, truncate=False, exclude=list(exclude) if exclude else None))
+    except ValueError as exc:          # the SDK's parser refuses the filter before any request
+        raise ValueError(f"filter {selection.filter_string!r}: {exc}") from None
+
+
+def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None,
+          exclude: tuple[str, ...] | None = None) -> Iterator[list[Any]]:
+    """Every page of the selection, newest first, until one comes back short."""
+    while True:
+        page = read_page(client, selection, below, size, exclude)
+        if page:
+            yield page
+        if len(page) < size or selection.entity == "threads":
+            return
+        below = page[-1].id
