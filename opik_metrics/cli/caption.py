@@ -125,8 +125,8 @@ def cmd_caption(args: argparse.Namespace) -> int:
         _print_summary(summary)
     if summary.missing is not None:           # the server lost part of the run: the store has all of it
         print(f"opik-metrics: error: the Opik server did not keep all of experiment {summary.name!r}: "
-              f"{summary.missing}; every result is in the local store {summary.journal}: run `opik-metrics "
-              f"experiments push {summary.name} --store {summary.journal}` to send what is missing", file=sys.stderr)
+              f"{summary.missing}; every result is in the local store: run `{summary.journal}` to send what is "
+              "missing", file=sys.stderr)
         return 3
     return 0
 

@@ -17,7 +17,8 @@ COMMANDS = (score, explain, caption, experiments, compare, agreement, traces)
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser, with ``command``'s own sub-parser built whole and every other command listed by its
     name and help line only: a command reads the metric catalog (and loads plugins, whose import may
-    be slow or broken) only when its own arguments come from it (``score``, ``experiments rescore``)."""
+    be slow or broken) only when its own arguments come from it (``score``, ``experiments``, ``caption``,
+    ``explain``, ``traces``)."""
     parser = argparse.ArgumentParser(
         prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
         "(with or without an Opik server). `opik-metrics COMMAND --help` tells more.")

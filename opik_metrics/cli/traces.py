@@ -45,12 +45,12 @@ def cmd_score(args: argparse.Namespace) -> int:
             iso_time(value, what)
     if not 1 <= args.page_size <= 2000:
         raise CLIError(f"--page-size {args.page_size}: give 1 to 2000 (the server streams at most 2,000 a page)")
+    if args.spans and args.threads:
+        raise CLIError("give --spans or --threads, not both")
     metrics = build_metrics(args.metric, args, track=False)
     from opik_metrics.traces.scoring import score_traces
     from opik_metrics.traces.summary import compare_windows
 
-    if args.spans and args.threads:
-        raise CLIError("give --spans or --threads, not both")
     entity = "spans" if args.spans else "threads" if args.threads else "traces"
     common: dict[str, Any] = dict(fields=fields, entity=entity, replace=args.replace, page_size=args.page_size,
                                   progress=not args.no_progress)

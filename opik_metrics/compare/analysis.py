@@ -408,6 +408,11 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
                 option_differences=options)
 
 
+#: The version fields of the pack's signatures, for two records both made before signatures named
+#: their versions (``Signature.versions``): without this, a newer sacrebleu would read as another option.
+RECORDED_BEFORE_VERSIONS = ("version", "opik_metrics", "opik-metrics", "nltk", "transformers", "torch", "bert-score")
+
+
 def recorded_signature(score: str, experiment: ExperimentRecords) -> Signature | None:
     """The signature the experiment records for the metric that gave ``score`` (None: none recorded)."""
     for facts in experiment.facts.values():
@@ -424,7 +429,7 @@ def signature_differences(score: str, baseline: ExperimentRecords, system: Exper
     a, b = recorded_signature(score, baseline), recorded_signature(score, system)
     if a is None or b is None:
         return {}, {}
-    versions = set(a.versions) | set(b.versions)
+    versions = set(a.versions) | set(b.versions) or set(RECORDED_BEFORE_VERSIONS) & (set(a.fields) | set(b.fields))
     fields = list(dict.fromkeys([*a.fields, *b.fields]))
     differing = {k: (a.fields.get(k), b.fields.get(k)) for k in fields
                  if _json(a.fields.get(k)) != _json(b.fields.get(k))}

@@ -27,18 +27,18 @@ class ResultsMissing(RuntimeError):
         >>> from opik_metrics import ResultsMissing
         >>> from opik_metrics.experiments.summary import ExperimentSummary
         >>> summary = ExperimentSummary(name="blip-base", backend="opik", dataset="cc", location="",
-        ...                             journal="runs.sqlite", missing="the server kept 0 of 4 items")
+        ...                             journal="opik-metrics experiments push blip-base --store runs.sqlite",
+        ...                             missing="the server kept 0 of 4 items")
         >>> print(ResultsMissing(summary))  # doctest: +NORMALIZE_WHITESPACE
         experiment 'blip-base' on the Opik server is incomplete: the server kept 0 of 4 items. Every result
-        is kept in the local store runs.sqlite: `opik-metrics experiments push blip-base --store
-        runs.sqlite` sends what is missing
+        is kept in the local store: `opik-metrics experiments push blip-base --store runs.sqlite` sends
+        what is missing
     """
 
     def __init__(self, summary: ExperimentSummary) -> None:
         self.summary = summary
         super().__init__(f"experiment {summary.name!r} on the Opik server is incomplete: {summary.missing}. Every "
-                         f"result is kept in the local store {summary.journal}: `opik-metrics experiments push "
-                         f"{summary.name} --store {summary.journal}` sends what is missing")
+                         f"result is kept in the local store: `{summary.journal}` sends what is missing")
 
 
 def _items(dataset: Any, nb_samples: int | None,

@@ -4,12 +4,16 @@ scores, with the experiment's id and each item's trace id noted as a push would 
 nothing exists only in flight, and ``experiments push NAME`` can read back the server's copy and
 send what it lacks under the same ids.
 
-The store keeps one run per item: with ``trial_count`` above 1 the first trial is kept.
+The store keeps one run per item: with ``trial_count`` above 1 the first trial is kept. Each server
+run gets a journal of its own: an earlier server run's journal of the same name is replaced (it
+is a new experiment on the server); a stored experiment of that name that is not a journal (a local
+run) is kept, and the journal takes the name ``NAME (Opik run <UTC time>)``.
 """
 from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from opik_metrics.core.facts import facts_of
@@ -17,16 +21,32 @@ from opik_metrics.experiments.store import ExperimentStore, StoredScore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.experiments.tasks import ItemFailure
 
+#: The config key that marks a stored experiment as the journal of a run on a server.
+JOURNAL_KEY = "journal_of"
+
+
+def _journal_name(store: ExperimentStore, name: str) -> str:
+    """``name``, unless a stored experiment of that name is not a journal (then a name of its own)."""
+    if name not in store.names() or isinstance(store.info(name).config.get(JOURNAL_KEY), str):
+        return name
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+    candidate, k = f"{name} (Opik run {stamp})", 1
+    while candidate in store.names():
+        k += 1
+        candidate = f"{name} (Opik run {stamp}-{k})"
+    return candidate
+
 
 class EvaluationJournal:
     """One server run's journal in ``store``: ``begin`` before the run, ``task`` wraps the task given
     to ``opik.evaluate``, ``results`` and ``note_push`` after it."""
 
     def __init__(self, store: ExperimentStore, name: str, dataset_name: str, config: dict,
-                 items: Sequence[dict], overwrite: bool = False) -> None:
-        self.store, self.name = store, name
+                 items: Sequence[dict], server: str | None = None) -> None:
+        self.store, self.name = store, _journal_name(store, name)
         self.keys = item_keys(items)
-        self.exp_id, _ = store.begin(name, dataset_name, config, list(zip(self.keys, items)), overwrite)
+        marked = {**config, JOURNAL_KEY: f"opik.evaluate on {server or 'the configured Opik server'}"}
+        self.exp_id, _ = store.begin(self.name, dataset_name, marked, list(zip(self.keys, items)), overwrite=True)
         self.by_dataset_item: dict[str, str] = {}
         self._lock = threading.Lock()          # Opik's task threads write one at a time
         self._started = time.perf_counter()

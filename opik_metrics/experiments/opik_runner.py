@@ -14,7 +14,7 @@ import opik
 
 from opik_metrics.experiments.journal import EvaluationJournal
 from opik_metrics.experiments.opik_datasets import insert_items
-from opik_metrics.experiments.push import check_recorded_push, push_target
+from opik_metrics.experiments.push import check_recorded_push, push_command, push_target
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.opik_server import server_errors
 from opik_metrics.core.numbers import is_number
@@ -81,15 +81,15 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
                 config: dict, scorers: Sequence[ExperimentScorer], url: str | None = None,
                 project_name: str | None = None, chunk_size: int = 16, progress: bool = True,
                 task_threads: int = 1, client: Any = None,
-                opik_arguments: dict[str, Any] | None = None, journal: ExperimentStore | None = None,
-                overwrite: bool = False) -> ExperimentSummary:
+                opik_arguments: dict[str, Any] | None = None,
+                journal: ExperimentStore | None = None) -> ExperimentSummary:
     """Items whose batch work failed are left out of the dataset; the config counts them by reason.
     ``opik_arguments``: more of ``opik.evaluate``'s arguments, passed to it as they are. ``journal``:
     a local store where the run is kept as it goes (``experiments.journal``); the server's copy is
     then read back, and ``summary.missing`` names what it lacks (``experiments push NAME`` sends it)."""
     extra = dict(opik_arguments or {})
     started = time.perf_counter()
-    book = EvaluationJournal(journal, name, dataset_name, config, items, overwrite) if journal is not None else None
+    book = EvaluationJournal(journal, name, dataset_name, config, items, url) if journal is not None else None
     failures = _prepare_all(task, items, chunk_size)
     if book is not None:
         book.failures(failures)
@@ -147,8 +147,8 @@ def _evaluate(summary: ExperimentSummary, name: str, good: list[dict], positions
         book.results(result.test_results, result.experiment_scores, metrics)
         target = push_target(url, project_name, dataset.name, name)
         book.note_push(target, result.experiment_id, result.test_results)
-        summary.journal = str(book.store.path)
-        report = check_recorded_push(book.store, name, client, target, url)
+        summary.journal = push_command(book.name, book.store.path, name, project_name)
+        report = check_recorded_push(book.store, book.name, client, target, url)
         if report.read_back and not report.complete:
             summary.missing = report.missing_line()
     summary.seconds = time.perf_counter() - started

@@ -97,6 +97,19 @@ def _few(values: Sequence[Any]) -> str:
     return shown + (f" and {len(values) - _SHOWN} more" if len(values) > _SHOWN else "")
 
 
+def push_command(stored: str, store_path: Any, remote: str, project_name: str | None) -> str:
+    """The ``experiments push`` command line that continues the push of stored experiment ``stored``
+    to experiment ``remote`` (in ``project_name``): the same target, so it completes it in place."""
+    import shlex
+
+    words = ["opik-metrics", "experiments", "push", stored, "--store", str(store_path)]
+    if remote != stored:
+        words += ["--as", remote]
+    if project_name:
+        words += ["--project", project_name]
+    return shlex.join(words)
+
+
 def push_target(url: str | None, project_name: str | None, dataset: str, experiment: str) -> str:
     """The key of a push in the store: the server, the project, the dataset and experiment names there."""
     return json.dumps({"server": url, "project": project_name, "dataset": dataset, "experiment": experiment},

@@ -89,7 +89,7 @@ def run_experiment(
             summary = run_on_opik(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                                   scorers=scorers, url=chosen.url, project_name=project_name,
                                   chunk_size=chunk_size, progress=progress, task_threads=task_threads,
-                                  opik_arguments=extra, journal=book, overwrite=overwrite)
+                                  opik_arguments=extra, journal=book)
         finally:
             if book is not None and book is not store:
                 book.close()

@@ -36,7 +36,7 @@ class ExperimentSummary:
     seconds: float = 0.0
     trials: int = 1                   # runs of each item (opik.evaluate's trial_count)
     parts: list[str] = field(default_factory=list)   # part scores (precision, recall), from the metrics' facts
-    journal: str | None = None        # on a server: the local store holding the run's journal
+    journal: str | None = None        # on a server: the command that pushes the run's journal (the local store's copy)
     missing: str | None = None        # on a server: what the read-back found missing there (None: all there)
 
     def failure_counts(self) -> list[tuple[str, int]]:

@@ -3,8 +3,8 @@ test PERM-BOTH of Deutsch et al. (2021), every pair of metrics, Holm-corrected, 
 metrics the test cannot tell apart.
 
 Both metrics are standardised (mean 0, SD 1 over their cells, as nlpstats does, so that swapping
-makes sense), then on each permutation every (item, system) cell swaps its two scores with
-probability 1/2; the statistic is corr(A, human) - corr(B, human) at the chosen level. Two-sided
+makes sense), then on each permutation each system's cells swap their two scores with probability
+1/2, then each item's (``both_mask``: a cell swaps when exactly one of the two did); the statistic is corr(A, human) - corr(B, human) at the chosen level. Two-sided
 p = (permutations at least as extreme as observed + 1) / (permutations + 1).
 """
 from __future__ import annotations
@@ -80,6 +80,17 @@ def permuted_differences(a: np.ndarray, b: np.ndarray, h: np.ndarray, level: str
     return observed, np.array(samples)
 
 
+def both_mask(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """One PERM-BOTH swap (Deutsch et al. 2021; nlpstats' ``permute(..., "both")``): each system's
+    whole column swaps with probability 1/2, then each item's whole row; a cell swaps when exactly
+    one of its two draws did (their XOR). Cells of one system, or of one item, swap together, as
+    their errors are linked. For one column (a pooled set of items) it is a coin per item."""
+    if len(shape) == 1:
+        return rng.random(shape) < 0.5
+    items, systems = shape
+    return (rng.random(systems) < 0.5)[None, :] ^ (rng.random(items) < 0.5)[:, None]
+
+
 def perm_both(a: object, b: object, h: object, level: str, method: str, permutations: int, seed: int,
               bar: Any = None) -> tuple[float, float | None, int]:
     """PERM-BOTH on the cells all three have: (observed difference, two-sided p, cells); p None when
@@ -88,7 +99,7 @@ def perm_both(a: object, b: object, h: object, level: str, method: str, permutat
     common = np.isfinite(xa) & np.isfinite(xb) & np.isfinite(xh)
     xa, xb, xh = (np.where(common, v, np.nan) for v in (xa, xb, xh))
     rng = np.random.default_rng(seed)
-    masks = (rng.random(xa.shape) < 0.5 for _ in range(permutations))
+    masks = (both_mask(xa.shape, rng) for _ in range(permutations))
     observed, samples = permuted_differences(xa, xb, xh, level, method, masks, bar)
     if not np.isfinite(observed):
         return observed, None, int(common.sum())

@@ -18,7 +18,7 @@ __all__ = ["read_authors"]
 def read_authors(records: ExperimentRecords, names: Sequence[str], *, client: Any = None,
                  project_name: str | None = None, progress: bool = False) -> int:
     """Fill ``item.authored[name]`` (author -> value) for the human score ``names`` on every item of
-    an Opik experiment that holds one; returns how many items got authors. Items without a trace
+    an Opik experiment that holds one; returns how many per-author scores were found. Items without a trace
     (record files, the local store, merged trials) are left as they are."""
     import opik
 

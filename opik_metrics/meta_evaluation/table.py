@@ -150,6 +150,10 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
                     ratings[row[key], col[system], raters.index(author)] = value
                 continue
             flat = [v[0] if v else np.nan for v in lists] if len(human) > 1 else lists[0]
+            if len(human) == 1 and authors and any(np.isfinite(flat)):
+                raise ValueError(f"item {key!r} ({system}): its {human[0]} carries no per-author values while other "
+                                 f"items' do ({', '.join(authors[:3])}...); ratings whose authors are unknown cannot "
+                                 "join the authors' columns (rate it in Opik, or give the ratings as one kind)")
             ratings[row[key], col[system], :len(flat)] = flat
         human_name = ", ".join(human)
         if not np.isfinite(ratings).any():

@@ -98,7 +98,7 @@ def value_kind(value: Any) -> str | None:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
-        return "integer"
+        return "integer" if -2**63 <= value < 2**63 else "text"     # what int64 holds (Parquet)
     if isinstance(value, float) and math.isfinite(value):
         return "number"
     return "text"

@@ -311,3 +311,46 @@ def test_a_csv_column_is_text_as_the_csv_holds_it(tmp_path):
     assert main(["score", "-i", str(source), "-o", str(out), "-m", "bleu", "--field", "output=caption",
                  "--no-progress", "--keep", "human", "--format", "json"]) == 0
     assert [r["human"] for r in read_rows(str(out))] == ["2", "3"]
+
+
+# -- review follow-ups ---------------------------------------------------------------------------------------
+
+
+def test_an_integer_beyond_int64_keeps_its_column_text(tmp_path):
+    from opik_metrics.streams.fields import value_kind
+    from opik_metrics.streams.output import read_rows
+
+    assert value_kind(2**63 - 1) == "integer" and value_kind(2**63) == "text" and value_kind(-2**63) == "integer"
+    source = tmp_path / "big.jsonl"
+    source.write_text('{"id": "a", "caption": "a dog", "reference": "a dog runs", "n": 5}\n'
+                      '{"id": "b", "caption": "a cat", "reference": "a cat sleeps", "n": 99999999999999999999999}\n',
+                      encoding="utf-8")
+    out = tmp_path / "big.parquet"
+    assert main(["score", "-i", str(source), "-o", str(out), "-m", "bleu", "--field", "output=caption",
+                 "--no-progress", "--keep", "n", "--format", "json"]) == 0
+    assert [r["n"] for r in read_rows(str(out))] == ["5", "99999999999999999999999"]
+
+
+def test_records_made_before_signatures_named_their_versions_note_a_version_difference(scored, tmp_path):
+    """Neither side lists its version fields (files written before): a newer package version is
+    still a version, noted and gated, not refused as another option."""
+    def old(version):
+        def edit(header):
+            for facts in header["metrics"].values():
+                facts["signature"].pop("versions", None)
+                facts["signature"]["fields"]["version"] = version
+        return edit
+    base = _edit(scored["baseline"], tmp_path / "old-base.jsonl", header=old("2.5.0"))
+    new = _edit(scored["candidate"], tmp_path / "old-new.jsonl", header=old("2.6.0"))
+    with pytest.raises(AssertionError):                 # gated: the candidate's real regression
+        assert_no_regression(base, new)
+
+
+def test_a_rounding_negative_nll_sum_is_not_refused_but_a_real_one_is():
+    from opik_metrics.core.statistics import resolve_formula
+    from opik_metrics.core.statistics_checks import statistics_problem
+
+    perplexity = resolve_formula("opik_metrics.neural.lm.formulas:perplexity_from_statistics")
+    assert statistics_problem(perplexity, [[2.5, 10], [-1e-7, 3]]) is None
+    assert statistics_problem(perplexity, [[2.5, 10], [-0.5, 3]]) == (
+        1, "a negative log-likelihood sum below 0 (nll_sum is -log p, never below 0)")

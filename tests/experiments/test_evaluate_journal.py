@@ -39,7 +39,8 @@ def json_key(value):
 
 def test_a_whole_run_is_journaled_read_back_and_marked_pushed(server, tmp_path, capsys):  # noqa: F811
     summary = _run(tmp_path / "store.sqlite")
-    assert summary.backend == "opik" and summary.missing is None and summary.journal == str(tmp_path / "store.sqlite")
+    assert summary.backend == "opik" and summary.missing is None
+    assert summary.journal == f"opik-metrics experiments push toy --store {tmp_path / 'store.sqlite'}"
     scored, failed, pushed_at = _journaled(tmp_path / "store.sqlite")
     experiment, on_server = _on_server(server)
     assert scored == on_server and len(scored) == 4                 # what the server holds, value for value
@@ -85,3 +86,38 @@ def test_a_run_that_stops_keeps_what_its_task_returned(server, tmp_path):  # noq
     assert info.status == "interrupted"
     assert outputs["q0"] == {"output": "the cat sat on the mat"} and outputs["q1"] == {"output": "a dog in the park"}
     assert failed["q3"] == ("task", "RuntimeError: model exploded") and failed["q2"][0] == "fetch"
+
+
+def test_a_second_run_of_the_same_name_gets_a_journal_of_its_own(server, tmp_path):  # noqa: F811
+    """Each server run is a new experiment there: the second run's journal replaces the first's and
+    reads back its own experiment (not the first one's, which made a false ResultsMissing)."""
+    path = tmp_path / "store.sqlite"
+    first, second = _run(path), _run(path)
+    assert first.missing is None and second.missing is None and len(server.experiments) == 2
+    with ExperimentStore(path, create=False) as store:
+        assert store.names() == ["toy"]
+        record = store.push_record(store.info("toy").id, next(iter(_targets(store))))
+    assert record is not None and record.remote_id == [e["id"] for e in server.experiments.values()][-1]
+
+
+def test_a_local_experiment_of_the_same_name_is_kept(server, tmp_path):  # noqa: F811
+    path = tmp_path / "store.sqlite"
+    evaluate(RUN, EchoTask(), [BLEU()], experiment_name="toy", dataset_name="toy-data", store=str(path), verbose=0)
+    server.fail_next("PUT", SCORES.pattern, 422)
+    with pytest.raises(ResultsMissing) as caught:
+        _run(path)
+    with ExperimentStore(path, create=False) as store:
+        names = store.names()
+        local = store.info("toy")
+    journal = next(n for n in names if n.startswith("toy (Opik run "))
+    assert sorted(names) == ["toy", journal] and "journal_of" not in local.config and local.pushed_at is None
+    assert f"opik-metrics experiments push '{journal}' --store {path} --as toy" in str(caught.value)
+    assert main(["experiments", "push", journal, "--store", str(path), "--as", "toy", "--no-progress"]) == 0
+    assert len(server.experiments) == 1
+
+
+def _targets(store):
+    import sqlite3
+
+    with sqlite3.connect(store.path) as db:
+        return [row[0] for row in db.execute("SELECT target FROM pushes")]

@@ -100,3 +100,55 @@ def test_an_undefined_difference_has_no_p():
     h = np.array([[1.0], [2.0], [3.0]])
     delta, p, cells = perm_both(np.ones((3, 1)), h, h, "pooled", "pearson", 20, 0)
     assert math.isnan(delta) and p is None and cells == 3
+
+
+def test_perm_both_swaps_whole_systems_and_items_as_nlpstats_does():
+    """Each mask perm_both draws is a system draw XOR an item draw (nlpstats' "both"): a cell's swap
+    is decided by its row and column alone, so every item's row is the first one or its complement."""
+    from opik_metrics.meta_evaluation.metric_tests import both_mask
+
+    rng = np.random.default_rng(5)
+    masks = [both_mask((7, 4), rng) for _ in range(400)]
+    for m in masks:
+        assert not np.any(m ^ m[:, :1] ^ m[:1, :] ^ m[0, 0])          # rank one over XOR
+    assert 0.4 < np.mean([m[0, 0] for m in masks]) < 0.6
+    assert all(all((row == m[0]).all() or (row != m[0]).all() for row in m) for m in masks)  # items move whole
+    one_column = both_mask((9,), rng)
+    assert one_column.shape == (9,)
+
+
+@pytest.mark.parametrize("level, nlp_level", [("pooled", "global"), ("item", "input"), ("system", "system")])
+def test_perm_both_p_values_agree_with_nlpstats_within_monte_carlo_error(level, nlp_level):
+    """The same data, each test with its own 2,000 permutations: the p-values agree within four
+    Monte Carlo standard errors (a per-cell coin instead of whole systems and items fails this on
+    data whose errors are shared within a system)."""
+    permutation = pytest.importorskip("nlpstats.correlations.permutation")
+    rng = np.random.default_rng(8)
+    n_items, n_systems = 10, 6
+    quality = rng.normal(size=(n_items, n_systems))
+    h = quality + 0.5 * rng.normal(size=quality.shape)
+    shared_a, shared_b = rng.normal(size=(1, n_systems)), rng.normal(size=(1, n_systems))
+    a = quality + 0.8 * rng.normal(size=quality.shape) + 0.9 * shared_a
+    b = quality + 0.8 * rng.normal(size=quality.shape) + 0.9 * shared_b
+    pearson = lambda x, y: float(np.corrcoef(x, y)[0, 1])     # noqa: E731
+    np.random.seed(3)
+    theirs = permutation.permutation_test(a.T, b.T, h.T, nlp_level, pearson, "both", n_resamples=2000).pvalue
+    _, ours, _ = perm_both(a, b, h, level, "pearson", 2000, 3)
+    error = 4 * math.sqrt(max(theirs * (1 - theirs), 0.01) / 2000) * math.sqrt(2)
+    assert abs(ours - theirs) <= error, (ours, theirs)
+
+
+def test_ratings_without_authors_beside_authored_ones_are_refused_in_one_line():
+    from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+    from opik_metrics.meta_evaluation.table import rated_table
+
+    items = [ItemRecord(key=f"k{k}", position=k, input={}, output={"output": "x"},
+                        scores={"bleu": 0.1 * k, "quality": 3.0}) for k in range(4)]
+    for item in items[:3]:
+        item.authored["quality"] = {"ann": 3.0, "bob": 4.0}
+    records = ExperimentRecords(name="e", source="test", dataset="d", status="completed", config={}, items=items)
+    with pytest.raises(ValueError, match=r"item 'k3' .*carries no per-author values while other items' do"):
+        rated_table([records], ["quality"])
+    items[3].authored["quality"] = {"ann": 2.0}
+    table = rated_table([records], ["quality"])
+    assert table.raters == ["ann", "bob"] and np.isnan(table.ratings[3, 0, 1])
