@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from opik_metrics.metrics.catalog import metric_classes
-from tests.metrics.facts_cases import build_models, record, stable
+from tests.metrics.facts_cases import VOLATILE, build_models, record, stable
 
 BEFORE = json.loads((Path(__file__).with_name("facts_before.json")).read_text(encoding="utf-8"))
 HAVE_EVALUATE = importlib.util.find_spec("evaluate") is not None
@@ -32,6 +32,27 @@ def test_the_record_covers_every_catalog_metric():
 @pytest.mark.parametrize("case", CASES)
 def test_facts_are_the_recorded_ones(now, case):
     assert stable(now["facts"][case]) == stable(BEFORE["facts"][case])
+
+
+def _signatures(recorded):
+    if isinstance(recorded, dict):
+        if isinstance(recorded.get("fields"), dict) and isinstance(recorded.get("text"), str):
+            yield recorded
+        for value in recorded.values():
+            yield from _signatures(value)
+    elif isinstance(recorded, list):
+        for value in recorded:
+            yield from _signatures(value)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_signatures_name_their_package_versions(now, case):
+    """Each signature lists as versions exactly its fields that follow package versions (the record's
+    volatile ones but the config hash), so a comparison notes them instead of refusing them."""
+    found = list(_signatures(now["facts"][case]))
+    assert found
+    for signature in found:
+        assert set(signature["versions"]) == {k for k in signature["fields"] if k in VOLATILE - {"cfg"}}, signature
 
 
 @pytest.mark.parametrize("card", sorted(BEFORE["options"]))
