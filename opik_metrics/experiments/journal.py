@@ -7,7 +7,8 @@ send what it lacks under the same ids.
 The store keeps one run per item: with ``trial_count`` above 1 the first trial is kept. Each server
 run gets a journal of its own: an earlier server run's journal of the same name is replaced (it
 is a new experiment on the server); a stored experiment of that name that is not a journal (a local
-run) is kept, and the journal takes the name ``NAME (Opik run <UTC time>)``.
+run), or one another process is journaling now, is kept, and the journal takes the name
+``NAME (Opik run <UTC time>)``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from opik_metrics.core.facts import facts_of
-from opik_metrics.experiments.store import ExperimentStore, StoredScore
+from opik_metrics.experiments.store import ExperimentLocked, ExperimentStore, StoredScore
 from opik_metrics.experiments.summary import item_keys
 from opik_metrics.experiments.tasks import ItemFailure
 
@@ -25,9 +26,10 @@ from opik_metrics.experiments.tasks import ItemFailure
 JOURNAL_KEY = "journal_of"
 
 
-def _journal_name(store: ExperimentStore, name: str) -> str:
-    """``name``, unless a stored experiment of that name is not a journal (then a name of its own)."""
-    if name not in store.names() or isinstance(store.info(name).config.get(JOURNAL_KEY), str):
+def _journal_name(store: ExperimentStore, name: str, taken: bool = False) -> str:
+    """``name``, unless a stored experiment of that name is not a journal, or is being journaled by
+    another process (``taken``): then a name of its own."""
+    if not taken and (name not in store.names() or isinstance(store.info(name).config.get(JOURNAL_KEY), str)):
         return name
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d-%H%M%S")
     candidate, k = f"{name} (Opik run {stamp})", 1
@@ -46,7 +48,13 @@ class EvaluationJournal:
         self.store, self.name = store, _journal_name(store, name)
         self.keys = item_keys(items)
         marked = {**config, JOURNAL_KEY: f"opik.evaluate on {server or 'the configured Opik server'}"}
-        self.exp_id, _ = store.begin(self.name, dataset_name, marked, list(zip(self.keys, items)), overwrite=True)
+        try:
+            self.exp_id, _ = store.begin(self.name, dataset_name, marked, list(zip(self.keys, items)), overwrite=True,
+                                         wait=0)
+        except ExperimentLocked:      # another process's server run of that name journals now: one of its own
+            self.name = _journal_name(store, name, taken=True)
+            self.exp_id, _ = store.begin(self.name, dataset_name, marked, list(zip(self.keys, items)), overwrite=True,
+                                         wait=0)
         self.by_dataset_item: dict[str, str] = {}
         self._lock = threading.Lock()          # Opik's task threads write one at a time
         self._started = time.perf_counter()

@@ -121,3 +121,14 @@ def _targets(store):
 
     with sqlite3.connect(store.path) as db:
         return [row[0] for row in db.execute("SELECT target FROM pushes")]
+
+
+def test_a_run_whose_name_another_process_is_journaling_takes_a_journal_of_its_own(server, tmp_path):  # noqa: F811
+    """Two server runs of one name at once (two CI jobs sharing the default store) both run: the
+    second journals under a name of its own instead of stopping on the first one's lease."""
+    path = tmp_path / "store.sqlite"
+    with ExperimentStore(path) as other:              # another writer holds the name's lease meanwhile
+        other.begin("toy", "toy-data", {"journal_of": "opik.evaluate on elsewhere"}, [("k", {"question": "q"})])
+        summary = _run(path)
+    assert summary.missing is None and summary.journal.startswith("opik-metrics experiments push 'toy (Opik run ")
+    assert summary.journal.endswith(" --as toy")
