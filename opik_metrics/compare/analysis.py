@@ -536,7 +536,7 @@ def _failed_entry(item: ItemRecord) -> FailedItem:
 def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary],
            scores: dict[str, dict[str, ScoreValue]], pairs: Sequence[Pair], tests: int,
            settings: CompareSettings, context: _Context) -> list[str]:
-    notes = _signature_notes(experiments, metrics)
+    notes = _signature_notes(experiments, metrics, pairs)
     entries = [(p, m, p.metrics[m.name]) for p in pairs for m in metrics]
     few = [(p, m, e) for p, m, e in entries if 0 < e.n < settings.min_items]
     if few:
@@ -591,19 +591,18 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSumm
     return notes
 
 
-def _signature_notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary]) -> list[str]:
+def _signature_notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSummary],
+                     pairs: Sequence[Pair]) -> list[str]:
     """First among the notes: scores whose two sides were made with different options (different
-    measurements, not a difference between systems), then those made by different package versions."""
+    measurements, not a difference between systems: each pair's ``option_differences``), then
+    those made by different package versions."""
     notes = []
-    for a, b in combinations(experiments, 2):
-        options, versions = {}, {}
+    for pair, (a, b) in zip(pairs, combinations(experiments, 2)):     # the pairs are made in this order
+        versions = {}
         for m in metrics:
-            differing, newer = signature_differences(m.name, a, b)
-            if differing:
-                options[m.name] = differing
-            versions.update(newer)
-        if options:
-            text = Pair(a.name, b.name, 0, {}, {}, options).options_text()
+            versions.update(signature_differences(m.name, a, b)[1])
+        if pair.option_differences:
+            text = pair.options_text()
             notes.append(f"{a.name} and {b.name} were scored with different options, so their numbers differ for "
                          f"that reason too: {text}; a regression gate refuses to judge these scores unless told "
                          "--allow-different-options")

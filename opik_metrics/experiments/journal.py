@@ -90,13 +90,8 @@ class EvaluationJournal:
     def results(self, test_results: Sequence[Any], experiment_scores: Sequence[Any], metrics: Sequence[Any]) -> None:
         """Every item's scores (its first trial), the experiment scores, and the run finished."""
         metric_of = {score.name: facts.metric for facts in map(facts_of, metrics) for score in facts.scores}
-        done: set[str] = set()
-        for result in sorted(test_results, key=lambda r: getattr(r, "trial_id", 0) or 0):
+        for key, result in self._first_trials(test_results).items():
             case = result.test_case
-            key = self.by_dataset_item.get(str(case.dataset_item_id))
-            if key is None or key in done:
-                continue
-            done.add(key)
             if isinstance(case.task_output, dict):
                 self.store.save_output(self.exp_id, key, case.task_output, None, None)
             self.store.save_scores(self.exp_id, key, [
@@ -110,12 +105,17 @@ class EvaluationJournal:
     def note_push(self, target: str, experiment_id: str, test_results: Sequence[Any]) -> None:
         """The server's ids, as ``experiments push`` notes its own: the experiment and each item's trace."""
         self.store.start_push(self.exp_id, target, experiment_id)
-        traces: dict[str, str] = {}
+        self.store.save_push_traces(self.exp_id, target, {key: result.test_case.trace_id
+                                                           for key, result in self._first_trials(test_results).items()})
+
+    def _first_trials(self, test_results: Sequence[Any]) -> dict[str, Any]:
+        """Each journaled item's first trial among ``test_results``, by item key (the one run the store keeps)."""
+        first: dict[str, Any] = {}
         for result in sorted(test_results, key=lambda r: getattr(r, "trial_id", 0) or 0):
             key = self.by_dataset_item.get(str(result.test_case.dataset_item_id))
             if key is not None:
-                traces.setdefault(key, result.test_case.trace_id)
-        self.store.save_push_traces(self.exp_id, target, traces)
+                first.setdefault(key, result)
+        return first
 
     def interrupted(self) -> None:
         """The run stopped before its results came back: what was journaled stays, marked interrupted."""

@@ -303,6 +303,12 @@ def _update_config(client: Any, experiment: Any, info: Any, store_path: Path) ->
                                                                    **config})
 
 
+def _sent_experiment_scores(store: ExperimentStore, exp_id: int) -> list[ScoreResult]:
+    """The stored experiment scores a server stores (finite, not failed), as the push sends them."""
+    return [ScoreResult(name=s.name, value=value, reason=s.reason)
+            for s in store.experiment_score_rows(exp_id) if (value := _sent_value(s)) is not None]
+
+
 def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, project_name: str | None = None,
                     dataset_name: str | None = None, experiment_name: str | None = None,
                     progress: bool = True) -> PushReport:
@@ -343,8 +349,7 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
     if new:
         store.save_push_traces(info.id, key, new)
         traces.update(new)
-    corpus = [ScoreResult(name=s.name, value=value, reason=s.reason)
-              for s in store.experiment_score_rows(info.id) if (value := _sent_value(s)) is not None]
+    corpus = _sent_experiment_scores(store, info.id)
     readable = _can_read_back(experiment)
     limit = max(10_000, 2 * len(scored))
     report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),
@@ -396,8 +401,7 @@ def check_recorded_push(store: ExperimentStore, name: str, client: Any, target: 
     record = store.push_record(info.id, target)
     if record is None:
         raise StoreError(f"experiment {name!r} in {store.path} has no push to {target} on record")
-    corpus = [ScoreResult(name=s.name, value=value, reason=s.reason)
-              for s in store.experiment_score_rows(info.id) if (value := _sent_value(s)) is not None]
+    corpus = _sent_experiment_scores(store, info.id)
     report = PushReport(name=name, dataset=info.dataset, traces=0, skipped_items=info.items - len(scored),
                         target=report_target, items=len(scored), scores=sum(len(sent_scores(i)) for i in scored),
                         experiment_id=record.remote_id, resumed=True)
