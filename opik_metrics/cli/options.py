@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import warnings
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.metric_kit.card import OptionsError, PluginWarning
-from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_classes
+from opik_metrics.metrics.catalog import MetricRecipe, metric_card, metric_class, metric_classes
+
+#: The input name under which records (``--field source=COLUMN``), ``--source FILE`` and traces
+#: (``--field source=input.document``) give a metric the item's source text.
+SOURCE = "source"
 
 
 def add_metric_options(parser: argparse.ArgumentParser) -> None:
@@ -34,9 +39,12 @@ def metric_kwargs(name: str, args: argparse.Namespace,
                   references: list[list[str]] | None = None) -> dict[str, Any]:
     """Constructor arguments of catalog metric ``name`` from the command's options."""
     try:
-        return metric_card(name).arguments(vars(args), references)
+        kwargs = metric_card(name).arguments(vars(args), references)
     except OptionsError as exc:
         raise CLIError(str(exc)) from None
+    if "source_field" in inspect.signature(metric_class(name)).parameters:
+        kwargs.setdefault("source_field", SOURCE)     # files and traces hand the source over as "source"
+    return kwargs
 
 
 def wants_every_reference(names: Sequence[str], args: argparse.Namespace) -> bool:

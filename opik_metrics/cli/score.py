@@ -65,6 +65,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         # the environment (read when transformers is imported), so text metrics still import nothing
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.input is not None:
+        if args.source is not None:
+            raise CLIError("--source goes with --predictions; records name their source column with --field source=COLUMN")
         from opik_metrics.cli.score_records import score_records
         return score_records(args)
     if args.predictions is None:
@@ -87,10 +89,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     if needing and not args.references:
         raise CLIError(f"{', '.join(needing)} need --references")
     references = _load_references(args.references, len(outputs), args.predictions) if args.references else None
+    sources = read_lines(args.source, "sources") if args.source else None
+    if sources is not None and len(sources) != len(outputs):
+        raise CLIError(f"{args.predictions} has {len(outputs)} lines but {args.source} has {len(sources)}; "
+                       "files must have one entry a line, in the same order")
     if args.baseline_path is not None and "bertscore" in names:   # else its UTF-8 error names no file
         read_text_file(args.baseline_path, "baseline")
     metrics = build_metrics(names, args, references, track=False)
-    result = score_texts(metrics, outputs, references, progress=not args.no_progress)
+    lacking = [m.name for m in metrics if getattr(m, "needs_reference", False) is True and references is None]
+    if lacking:
+        raise CLIError(f"{', '.join(lacking)} as configured need --references")
+    unsourced = [m.name for m in metrics if getattr(m, "needs_source", False) is True and sources is None]
+    if unsourced:
+        raise CLIError(f"{', '.join(unsourced)} score each output given its source: give --source FILE")
+    result = score_texts(metrics, outputs, references, progress=not args.no_progress,
+                         sources=sources)
     if args.format == "json":
         notes = [{"item": k, "score": s, "reason": r}
                  for k, item in enumerate(result["reasons"]) for s, r in item.items()]
@@ -160,6 +173,9 @@ def register(sub: Any) -> None:
     g.add_argument("--references", "-r", action="append",
                    help="file of references, one a line; repeat for several references per item "
                    "(needed by reference-based metrics)")
+    g.add_argument("--source", "-s", metavar="FILE",
+                   help="file of sources (the documents the outputs were made from), one a line: BARTScore's "
+                   "faithfulness, UniEval, GPTScore read it")
     score.add_argument("--metric", "-m", action="append", choices=list(metric_classes()),
                        help="metric to compute (repeatable; default: rouge and bleu; clipscore scores the "
                        "records' images)")

@@ -25,7 +25,7 @@ def aggregate(items: list[dict[str, float]]) -> dict[str, float]:
 
 def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
                 references: Sequence[Sequence[str]] | None, *, progress: bool = True,
-                chunk_size: int = 256) -> dict[str, Any]:
+                chunk_size: int = 256, sources: Sequence[str] | None = None) -> dict[str, Any]:
     """Score the items with every metric, a chunk at a time, through the one ``Scorer``.
 
     Returns ``{"items": [{name: value}], "aggregate": {name: mean}, "reasons": [...],
@@ -45,6 +45,9 @@ def score_texts(metrics: Sequence[Any], outputs: Sequence[str],
     for start in range(0, n, chunk_size):
         stop = min(n, start + chunk_size)
         inputs = [_checked(outputs, references, k) for k in range(start, stop)]
+        if sources is not None:       # the item's source, under the name the CLI's metrics read it by
+            for k, item in enumerate(inputs, start):
+                item["source"] = require_text(sources[k], "source", k)
         for k, results in enumerate(scorer.results(inputs), start):
             by_metric: dict[str, list] = {}
             for metric_name, res in results:

@@ -1,5 +1,5 @@
 """Which columns of a record file hold the scoring inputs: ``output``, ``reference`` (one column,
-or several whose values form the list of references) and ``image``; and which are carried to the
+or several whose values form the list of references), ``image`` and ``source`` (what an output was made from); and which are carried to the
 output as they are: the record's id (what pairs records across runs) and columns to keep."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from opik_metrics.core.inputs import printable
 
-INPUTS = ("output", "reference", "image")
+INPUTS = ("output", "reference", "image", "source")
 _MISSING = "field {name!r}: column {column!r} is missing from the record"
 _MISSING_PATTERN = re.compile(r"field '(\w+)': column (.+) is missing from the record$")
 

@@ -33,7 +33,7 @@ def wanted_fields(metrics: Sequence[Any]) -> list[str]:
     from opik_metrics.metric_kit.base import ReferenceMetric
 
     wanted = {"output"} | {getattr(m, "text_field", "output") for m in metrics}
-    if any(isinstance(m, ReferenceMetric) for m in metrics):
+    if any(isinstance(m, ReferenceMetric) or getattr(m, "needs_reference", False) is True for m in metrics):
         wanted.add("reference")
     for m in metrics:
         wanted.update((getattr(m, "batch_fields", None) or {}).values())

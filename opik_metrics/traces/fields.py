@@ -12,7 +12,7 @@ from opik_metrics.streams.fields import FieldError, parse_field_options
 #: Where Opik's tracing puts a function's return value (``{"output": ...}``) and where a user
 #: typically keeps a reference; every one is changed with ``--field``.
 DEFAULT_PATHS: Mapping[str, tuple[str, ...]] = {"output": ("output.output",), "reference": ("metadata.reference",),
-                                                "image": ("input.image",)}
+                                                "image": ("input.image",), "source": ("input.input",)}
 ROOTS = ("input", "output", "metadata", "name", "tags", "thread_id", "id", "first_message", "last_message")
 
 

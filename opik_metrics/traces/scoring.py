@@ -108,7 +108,8 @@ def _needs(metric: Any) -> tuple[bool, bool]:
     """(needs a reference, needs an image): from the metric's catalog card, else its ``score``."""
     card = getattr(type(metric), "card", None)
     if card is not None:
-        return bool(card.needs_reference), bool(card.needs_image) or "image" in batch_fields(metric).values()
+        needs_reference = getattr(metric, "needs_reference", card.needs_reference)    # BARTScore's: by direction
+        return bool(needs_reference), bool(card.needs_image) or "image" in batch_fields(metric).values()
     import inspect
     try:
         parameter = inspect.signature(metric.score).parameters.get("reference")
@@ -152,8 +153,8 @@ class _Run:
         """The metric's inputs from one entity, or why it has none ("reference" when it lacks one)."""
         needs_reference, needs_image = self.needs[metric.name]
         inputs: dict[str, Any] = {}
-        for name in ("output", "reference", "image"):
-            if name == "image" and not needs_image:
+        for name in ("output", "reference", "image", "source"):
+            if name == "image" and not needs_image or name == "source" and not getattr(metric, "needs_source", False):
                 continue
             try:
                 value = self.fields.read(row, name)
@@ -169,6 +170,8 @@ class _Run:
         key = text_field(metric)
         if key != "output":
             inputs[key] = inputs.pop("output")
+        if "source" in inputs:               # under the scoring input the metric reads it from (``source_field``)
+            inputs[getattr(metric, "source_field", "source")] = inputs.pop("source")
         return inputs
 
     def page(self, page: Sequence[Any]) -> list[list[dict[str, Any]]]:

@@ -15,6 +15,7 @@ from opik_metrics.metrics.catalog import metric_card, metric_classes
 from tests.neural.lm_fixtures import build_gpt2, one_torch_thread  # noqa: F401
 from tests.neural.tiny_clip import build_tiny_clip
 from tests.neural.tiny_models import build_bert
+from tests.neural.tiny_seq2seq import build_bart, build_t5
 
 SHIPPED = {name: cls for name, cls in metric_classes().items() if cls.__module__.startswith("opik_metrics.")}
 OUTPUTS = ["a dog runs on the beach", "two cats sleep", "", "a red bus in the city at night", "pasta"]
@@ -28,19 +29,24 @@ def models(tmp_path_factory):
     return {"bert": str(build_bert(tmp_path_factory.mktemp("bert"))),
             "gpt2": str(build_gpt2(tmp_path_factory.mktemp("gpt2"))),
             "student": str(build_gpt2(tmp_path_factory.mktemp("student"), seed=5, layers=1)),
-            "clip": str(build_tiny_clip(tmp_path_factory.mktemp("clip")))}
+            "clip": str(build_tiny_clip(tmp_path_factory.mktemp("clip"))),
+            "bart": str(build_bart(tmp_path_factory.mktemp("bart"))),
+            "t5": str(build_t5(tmp_path_factory.mktemp("t5")))}
 
 
 def _options(key: str, models: dict) -> dict:
     return {"rouge": {}, "bleu": {}, "chrf": {}, "ter": {}, "cider": {}, "coco": {}, "meteor": {},
             "bertscore": {"model": models["bert"], "num_layers": 2},
             "perplexity": {"model": models["gpt2"]}, "clipscore": {"model": models["clip"]},
-            "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]}}[key]
+            "distillation_kl": {"teacher": models["gpt2"], "student": models["student"]},
+            "bartscore": {"model": models["bart"]},      # the source-reading configurations: their own tests
+            "unieval": {"model": models["t5"], "dimensions": ["fluency", "relevance"]},
+            "gptscore": {"model": models["gpt2"], "template": "A caption:"}}[key]
 
 
 def test_every_catalog_metric_has_a_factory_here():
     assert set(SHIPPED) == {"rouge", "bleu", "chrf", "ter", "bertscore", "cider", "coco", "clipscore",
-                            "perplexity", "distillation_kl", "meteor"}
+                            "perplexity", "distillation_kl", "meteor", "bartscore", "unieval", "gptscore"}
 
 
 @pytest.fixture(scope="module", params=sorted(SHIPPED))

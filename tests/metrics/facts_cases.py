@@ -46,20 +46,22 @@ def build_models(folder: Path) -> dict[str, str]:
     from tests.neural.lm_fixtures import build_gpt2
     from tests.neural.tiny_clip import build_tiny_clip
     from tests.neural.tiny_models import build_bert
+    from tests.neural.tiny_seq2seq import build_bart, build_t5
 
     script = folder / "facts_match" / "facts_match.py"
     script.parent.mkdir(parents=True)
     script.write_text(EVALUATE_SCRIPT, encoding="utf-8")
     return {"bert": str(build_bert(folder / "bert")), "gpt2": str(build_gpt2(folder / "gpt2")),
             "student": str(build_gpt2(folder / "student", seed=5, layers=1)),
-            "clip": str(build_tiny_clip(folder / "clip")), "evaluate": str(script.parent)}
+            "clip": str(build_tiny_clip(folder / "clip")), "evaluate": str(script.parent),
+            "bart": str(build_bart(folder / "bart")), "t5": str(build_t5(folder / "t5"))}
 
 
 def cases(models: dict[str, str]) -> dict[str, Callable[[], Any]]:
     """Case name -> a function building the metric (and, for some, fitting its corpus context).
     The ``evaluate_*`` cases need Hugging Face ``evaluate`` (an extra)."""
-    from opik_metrics import (BERTScore, BLEU, CHRF, CIDEr, CLIPScore, COCOCaption, DistillationKL,
-                              EvaluateMetric, METEOR, Perplexity, ROUGE, TER)
+    from opik_metrics import (BARTScore, BERTScore, BLEU, CHRF, CIDEr, CLIPScore, COCOCaption, DistillationKL,
+                              EvaluateMetric, GPTScore, METEOR, Perplexity, ROUGE, TER, UniEval)
 
     def fitted(metric: Any) -> Any:
         metric.fit_corpus(REFERENCES)
@@ -96,6 +98,14 @@ def cases(models: dict[str, str]) -> dict[str, Callable[[], Any]]:
                                                       track=False),
         "clipscore": lambda: CLIPScore(model=models["clip"], track=False),
         "clipscore_other": lambda: CLIPScore(model=models["clip"], weight=2.0, name="b16", track=False),
+        "bartscore": lambda: BARTScore(model=models["bart"], track=False),
+        "bartscore_faithfulness": lambda: BARTScore(model=models["bart"], direction=["faithfulness", "f"],
+                                                    prompt=["To summarize", "In short"], name="bs", track=False),
+        "unieval": lambda: UniEval(model=models["t5"], track=False),
+        "unieval_dialogue": lambda: UniEval(model=models["t5"], task="dialogue", dimensions=["groundedness"],
+                                            name="ue", track=False),
+        "gptscore": lambda: GPTScore(model=models["gpt2"], track=False),
+        "gptscore_other": lambda: GPTScore(model=models["gpt2"], aspect="fluency", name="gs", track=False),
         "evaluate": lambda: EvaluateMetric(models["evaluate"], track=False),
         "evaluate_options": lambda: EvaluateMetric(models["evaluate"], keys=["exact"], higher_is_better=False,
                                                    bounds=(0, 1), name="em", track=False),

@@ -252,8 +252,8 @@ def _cli(python: Path, args: list, cwd: Path, **env: str) -> subprocess.Complete
 def test_help_lists_the_plugin_metrics_and_their_options(python, tmp_path):
     shown = _cli(python, ["score", "--help"], tmp_path).stdout
     choices = shown[shown.index("--metric {") + len("--metric {"):].split("}")[0].replace("\n", "").replace(" ", "")
-    assert choices.split(",") == ["bertscore", "bleu", "chrf", "cider", "clipscore", "coco", "distillation_kl",
-                                  "meteor", "perplexity", "rouge", "ter", "toy_exact", "toy_words", "toy_workers"]
+    assert choices.split(",") == ["bartscore", "bertscore", "bleu", "chrf", "cider", "clipscore", "coco", "distillation_kl",
+                                  "gptscore", "meteor", "perplexity", "rouge", "ter", "toy_exact", "toy_words", "toy_workers", "unieval"]
     assert "toy_exact options:" in shown and "--toy-exact-lowercase" in shown and "compare lowercased texts" in shown
     top = _run([python, "-m", "opik_metrics", "--help"], tmp_path)     # lists the commands, loads no plugin
     assert "usage: opik-metrics" in top.stdout and top.stderr == ""
