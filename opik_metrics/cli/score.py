@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import add_metric_options, aggregate_label, build_metrics
+from opik_metrics.cli.options import SOURCE, add_metric_options, aggregate_label, build_metrics
 from opik_metrics.core import facts_of
 from opik_metrics.core.table import format_table
 from opik_metrics.metrics.catalog import metric_card, metric_classes
@@ -95,7 +95,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                        "files must have one entry a line, in the same order")
     if args.baseline_path is not None and "bertscore" in names:   # else its UTF-8 error names no file
         read_text_file(args.baseline_path, "baseline")
-    metrics = build_metrics(names, args, references, track=False)
+    metrics = build_metrics(names, args, references, SOURCE, track=False)
     lacking = [m.name for m in metrics if getattr(m, "needs_reference", False) is True and references is None]
     if lacking:
         raise CLIError(f"{', '.join(lacking)} as configured need --references")

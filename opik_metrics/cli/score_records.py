@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opik_metrics.cli.errors import CLIError
-from opik_metrics.cli.options import aggregate_label, metric_recipe, wants_every_reference
+from opik_metrics.cli.options import SOURCE, aggregate_label, metric_recipe, wants_every_reference
 from opik_metrics.core.table import format_table, one_line
 from opik_metrics.execution.worker_pools import available_cores
 
@@ -32,7 +32,7 @@ def score_records(args: argparse.Namespace) -> int:
         references = None
         if wants_every_reference(names, args):
             references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
-        recipe = metric_recipe(names, args, references, track=False)
+        recipe = metric_recipe(names, args, references, SOURCE, track=False)
         engine: Engine
         if args.engine == "ray":
             from opik_metrics.distributed import RayEngine

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from opik_metrics.cli.errors import CLIError, fail
-from opik_metrics.cli.options import add_metric_options, build_metrics
+from opik_metrics.cli.options import SOURCE, add_metric_options, build_metrics
 from opik_metrics.core.table import format_table, one_line
 from opik_metrics.metrics.catalog import metric_classes
 
@@ -47,7 +47,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise CLIError(f"--page-size {args.page_size}: give 1 to 2000 (the server streams at most 2,000 a page)")
     if args.spans and args.threads:
         raise CLIError("give --spans or --threads, not both")
-    metrics = build_metrics(args.metric, args, track=False)
+    metrics = build_metrics(args.metric, args, None, SOURCE, track=False)
     from opik_metrics.traces.scoring import score_traces
     from opik_metrics.traces.summary import compare_windows
 

@@ -73,6 +73,13 @@ class BARTScore(ConditionedMetric):
         >>> metric = BARTScore(direction="faithfulness")   # facebook/bart-large-cnn  # doctest: +SKIP
         >>> metric.score(output="This is fun.", input="This is interesting.")[0].value  # doctest: +SKIP
         -2.5106...
+
+        F from a precision and a recall (no model: no BART weights ship on PyPI): the paper's mean,
+        and the code's ``harm_f``, half their harmonic mean:
+
+        >>> from opik_metrics.neural.seq2seq.bartscore import f_score
+        >>> f_score(-2.0, -3.0, "mean"), f_score(-2.0, -3.0, "harm_f")
+        (-2.5, -1.2)
     """
 
     card = MetricCard(

@@ -61,8 +61,13 @@ class GPTScore(ConditionedMetric):
 
     Examples:
         >>> from opik_metrics import GPTScore
-        >>> metric = GPTScore(track=False)   # SmolLM2-135M-Instruct, offline  # doctest: +SKIP
-        >>> metric.score(output="A cat sat on a mat.", input="The cat sat on the mat all day.")[0].value  # doctest: +SKIP
+        >>> metric = GPTScore(track=False)   # SmolLM2-135M-Instruct, offline
+        >>> source = "The cat sat on the mat all day."
+        >>> result = metric.score(output="A cat sat on a mat.", input=source)[0]
+        >>> result.name, round(result.value, 1), result.metadata["n_tokens"]
+        ('gptscore', -3.1, 7)
+        >>> round(metric.score(output="Stocks fell sharply.", input=source)[0].value, 1)   # not about the source
+        -8.4
     """
 
     card = MetricCard(

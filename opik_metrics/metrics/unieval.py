@@ -32,6 +32,16 @@ class UniEval(ConditionedMetric):
 
     Sentences are split with nltk's ``sent_tokenize`` when its English Punkt model is installed
     (``python -m nltk.downloader punkt_tab``), else with untrained Punkt; the signature says which.
+
+    Examples:
+        >>> from opik_metrics import UniEval
+        >>> metric = UniEval(dimensions=["coherence"])   # MingZhong/unieval-sum  # doctest: +SKIP
+
+        The question the evaluator is asked (no model: no T5 weights ship on PyPI):
+
+        >>> from opik_metrics.neural.seq2seq.unieval import question
+        >>> question("summarization", "coherence", "A cat sat.", {"source": "The cat sat on the mat."})
+        'question: Is this a coherent summary to the document? </s> summary: A cat sat. </s> document: The cat sat on the mat.'
     """
 
     card = MetricCard(
@@ -165,9 +175,13 @@ class UniEval(ConditionedMetric):
             if len(values) > 1:
                 values.append(sum(values) / len(values))
             metadata = {"signature": self.signature, "model": self.model_name, "sentences": s.sentences}
-            reason = None
+            notes = []
             if references is not None and any(len(r) > 1 for r in references):
-                reason = "UniEval asks about one reference: the first was used"
+                notes.append("UniEval asks about one reference: the first was used")
+            if s.truncated:
+                notes.append(f"the question of {', '.join(s.truncated)} was cut at the model's "
+                             f"{self.engine.lm.max_length} tokens (as the released code cuts it)")
+            reason = "; ".join(notes) or None
             out.append([ScoreResult(name=n, value=v, reason=reason, metadata=metadata)
                         for n, v in zip(self._names(), values)])
         return out

@@ -287,3 +287,16 @@ def test_the_readme_value_with_bart_large_cnn():
     metric = BARTScore(model=_hub_snapshot("facebook/bart-large-cnn"), direction="faithfulness", track=False)
     value = metric.score(output="This is fun.", input="This is interesting.")[0].value
     assert math.isclose(value, -2.510652780532837, abs_tol=1e-4)
+
+
+def test_concurrent_score_calls_from_opik_threads_are_each_cut_right(short_bart):
+    """opik.evaluate calls score from many threads: the shared tokenizer's truncation must not leak
+    from one call into another (a cut at 33 tokens reaching BART's 32 positions crashed)."""
+    from concurrent.futures import ThreadPoolExecutor
+    metric = BARTScore(model=short_bart, direction="faithfulness", track=False)
+    preds, _, sources = _items(8)
+    serial = [metric.score(output=p, input=s)[0].value for p, s in zip(preds, sources)]
+    with ThreadPoolExecutor(16) as pool:
+        threaded = list(pool.map(lambda k: metric.score(output=preds[k % 8], input=sources[k % 8])[0].value,
+                                 range(64)))
+    assert threaded == pytest.approx([serial[k % 8] for k in range(64)], rel=REL, abs=TOL)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ class Seq2SeqLM:
     tokenizer: Any
     max_length: int
     signature: Signature
+    #: held while tokenizing: a fast tokenizer's truncation setting is shared state, and opik.evaluate
+    #: scores from many threads at once (one thread's max_length would cut another's text)
+    tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def device(self) -> torch.device:

@@ -53,13 +53,15 @@ def encode(lm: Seq2SeqLM, texts: Sequence[str]) -> Encoded:
     if not texts:
         return Encoded([], [])
     limit = lm.max_length
-    ids = [list(x) for x in lm.tokenizer(list(texts), max_length=limit + 1, truncation=True,
-                                         verbose=False)["input_ids"]]
-    long = [k for k, x in enumerate(ids) if len(x) > limit]
-    if long:
-        cut = lm.tokenizer([texts[k] for k in long], max_length=limit, truncation=True, verbose=False)["input_ids"]
-        for k, x in zip(long, cut):
-            ids[k] = list(x)
+    with lm.tokenizer_lock:
+        ids = [list(x) for x in lm.tokenizer(list(texts), max_length=limit + 1, truncation=True,
+                                             verbose=False)["input_ids"]]
+        long = [k for k, x in enumerate(ids) if len(x) > limit]
+        if long:
+            cut = lm.tokenizer([texts[k] for k in long], max_length=limit, truncation=True,
+                               verbose=False)["input_ids"]
+            for k, x in zip(long, cut):
+                ids[k] = list(x)
     truncated = set(long)
     return Encoded(ids, [k in truncated for k in range(len(ids))])
 

@@ -70,12 +70,19 @@ def sentence_splitter() -> tuple[Callable[[str], list[str]], str]:
     The name goes in the signature."""
     import nltk
 
-    try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        return nltk.sent_tokenize, "punkt-english"
-    except LookupError:
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
-        return PunktSentenceTokenizer().tokenize, "punkt-untrained"
+    for data in ("tokenizers/punkt_tab/english/", "tokenizers/punkt/english.pickle"):
+        try:
+            nltk.data.find(data)
+            return nltk.sent_tokenize, "punkt-english"
+        except LookupError:
+            continue
+    import warnings
+
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    warnings.warn("UniEval: nltk's English Punkt model is not installed (python -m nltk.downloader punkt_tab); "
+                  "sentences are split by untrained Punkt, which also splits after abbreviations such as 'Dr.', "
+                  "so consistency and fluency can differ from UniEval's", stacklevel=3)
+    return PunktSentenceTokenizer().tokenize, "punkt-untrained"
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class ItemUniEval:
 
     scores: dict[str, float]
     sentences: dict[str, int]
+    truncated: tuple[str, ...] = ()     # the dimensions whose question was cut at the model's limit
 
 
 class UniEvalEngine:
@@ -111,7 +119,12 @@ class UniEvalEngine:
                 for piece in pieces or [output]:      # an empty output is asked about as it is
                     texts.append(question(self.task, dim, piece, item_parts))
                     owners.append((k, dim))
-        probs = first_step_probabilities(self.lm, encode(self.lm, texts).ids, (self.yes, self.no),
+        encoded = encode(self.lm, texts)
+        cut: list[set[str]] = [set() for _ in outputs]
+        for (k, dim), was_cut in zip(owners, encoded.truncated):
+            if was_cut:
+                cut[k].add(dim)
+        probs = first_step_probabilities(self.lm, encoded.ids, (self.yes, self.no),
                                          batch_size=self.batch_size, desc="UniEval", progress=progress)
         sums: list[dict[str, float]] = [{} for _ in outputs]
         counts: list[dict[str, int]] = [{} for _ in outputs]
@@ -122,5 +135,5 @@ class UniEvalEngine:
         for k in range(len(outputs)):
             scores = {d: sums[k][d] / counts[k][d] if DIMENSIONS[self.task][d][2] != "sum" else sums[k][d]
                       for d in self.dimensions}
-            out.append(ItemUniEval(scores, counts[k]))
+            out.append(ItemUniEval(scores, counts[k], tuple(d for d in self.dimensions if d in cut[k])))
         return out
