@@ -300,3 +300,12 @@ def test_concurrent_score_calls_from_opik_threads_are_each_cut_right(short_bart)
         threaded = list(pool.map(lambda k: metric.score(output=preds[k % 8], input=sources[k % 8])[0].value,
                                  range(64)))
     assert threaded == pytest.approx([serial[k % 8] for k in range(64)], rel=REL, abs=TOL)
+
+
+def test_outputs_of_one_document_share_its_encoding_and_keep_their_values(bart, direct):
+    """Several systems' outputs of one source (SummEval's shape): the source is encoded once a batch."""
+    preds, _, sources = _items(12, seed=6)
+    shared = [sources[k // 4] for k in range(12)]
+    got = BARTScore(model=bart, direction="faithfulness", track=False).score_batch(preds, sources=shared)
+    assert _values(got, "bartscore_faithfulness") == pytest.approx(
+        [direct(s, p) for s, p in zip(shared, preds)], rel=REL, abs=TOL)

@@ -92,9 +92,8 @@ class ConditionalLikelihood:
                 raise MetricInputError(f"pair {k}: the {'target' if not target else 'source'} has no token")
         if not pairs:
             return []
-        lengths = [len(s) + len(t) for s, t in pairs]
         limit = min(self.batch_tokens or self.logit_tokens, self.logit_tokens)
-        groups = length_batches(lengths, self.batch_size, limit)
+        groups = source_batches(pairs, self.batch_size, limit)
         device = self.lm.device
         totals = torch.zeros(len(pairs), dtype=torch.float64, device=device)
         show = len(groups) > 1 if progress is None else progress
@@ -108,25 +107,61 @@ class ConditionalLikelihood:
         return [TargetLikelihood(sums[k], len(pairs[k][1])) for k in range(len(pairs))]
 
     def _batch(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> torch.Tensor:
-        """Summed target log-probabilities (float64) of a batch of pairs, on the model's device."""
+        """Summed target log-probabilities (float64) of a batch of pairs, on the model's device. Each
+        distinct source is encoded once (several outputs of one document, one output against several
+        references): its encoder states are shared by every pair that has it."""
+        from transformers.modeling_outputs import BaseModelOutput
+
         model, device = self.lm.model, self.lm.device
         rows = len(pairs)
-        src_width = max(len(s) for s, _ in pairs)
+        distinct: dict[tuple[int, ...], int] = {}
+        which = [distinct.setdefault(tuple(s), len(distinct)) for s, _ in pairs]
+        src_width = max(len(s) for s in distinct)
         tgt_width = max(len(t) for _, t in pairs)
-        source = torch.full((rows, src_width), self.lm.pad_id, dtype=torch.long)
-        mask = torch.zeros((rows, src_width), dtype=torch.long)
-        labels = torch.full((rows, tgt_width), IGNORE, dtype=torch.long)
-        for b, (s, t) in enumerate(pairs):
+        source = torch.full((len(distinct), src_width), self.lm.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(distinct), src_width), dtype=torch.long)
+        for b, s in enumerate(distinct):
             source[b, :len(s)] = torch.tensor(s, dtype=torch.long)
             mask[b, :len(s)] = 1
+        labels = torch.full((rows, tgt_width), IGNORE, dtype=torch.long)
+        for b, (_, t) in enumerate(pairs):
             labels[b, :len(t)] = torch.tensor(t, dtype=torch.long)
         labels = to_device(labels, device)
         decoder_ids = decoder_inputs(model, labels)
-        logits = model(input_ids=to_device(source, device), attention_mask=to_device(mask, device),
+        mask = to_device(mask, device)
+        states = model.get_encoder()(input_ids=to_device(source, device), attention_mask=mask).last_hidden_state
+        if len(distinct) < rows:
+            index = to_device(torch.tensor(which, dtype=torch.long), device)
+            states, mask = states.index_select(0, index), mask.index_select(0, index)
+        logits = model(encoder_outputs=BaseModelOutput(last_hidden_state=states), attention_mask=mask,
                        decoder_input_ids=decoder_ids, use_cache=False).logits
         nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
                               ignore_index=IGNORE, reduction="none").view(rows, tgt_width)
         return -nll.double().sum(dim=1)
+
+
+def source_batches(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], batch_size: int | None,
+                   max_tokens: int) -> list[list[int]]:
+    """Pair indices grouped into forward passes, longest source first and the pairs of one source
+    together (so it is encoded once), at most ``batch_size`` pairs and ``max_tokens`` padded source +
+    target tokens a pass (a pair over the budget makes a pass of its own)."""
+    group: dict[tuple[int, ...], int] = {}
+    keys = [group.setdefault(tuple(s), len(group)) for s, _ in pairs]
+    order = sorted(range(len(pairs)), key=lambda k: (-len(pairs[k][0]), keys[k], -len(pairs[k][1]), k))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    widths = (0, 0)
+    for k in order:
+        wide = (max(widths[0], len(pairs[k][0])), max(widths[1], len(pairs[k][1])))
+        full = batch_size is not None and len(current) == batch_size
+        if current and (full or (len(current) + 1) * (wide[0] + wide[1]) > max_tokens):
+            batches.append(current)
+            current, wide = [], (len(pairs[k][0]), len(pairs[k][1]))
+        current.append(k)
+        widths = wide
+    if current:
+        batches.append(current)
+    return batches
 
 
 def decoder_inputs(model: Any, labels: torch.Tensor) -> torch.Tensor:
