@@ -145,11 +145,11 @@ class BARTScore(ConditionedMetric):
 
     @property
     def needs_source(self) -> bool:
-        return "faithfulness" in self.directions
+        return self.engine.needs_source
 
     @property
     def needs_reference(self) -> bool:
-        return any(d != "faithfulness" for d in self.directions)
+        return self.engine.needs_reference
 
     # -- facts -------------------------------------------------------------------------------
     def _emitted(self) -> list[tuple[str, bool]]:
