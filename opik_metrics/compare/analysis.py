@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import heapq
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from itertools import combinations
 from typing import Any, Sequence
@@ -216,43 +216,73 @@ def _signature(score: str, experiments: Sequence[ExperimentRecords]) -> str | No
     return None
 
 
-def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> list | None:
-    """The item's statistics for ``corpus`` (from its carrier score's metadata), when complete."""
+def _stats_row(corpus: CorpusFacts, item: ItemRecord) -> Any:
+    """The statistics ``corpus`` reads from a scored item (its carrier score's metadata), as
+    recorded; None when the item is failed, lacks the carrier score or records no statistics."""
     if item.failed or corpus.carrier not in item.scores:
         return None
-    row = (item.metadata.get(corpus.carrier) or {}).get("statistics")
-    if not isinstance(row, list) or len(row) != len(corpus.fields) or not all(is_number(v) for v in row):
-        return None
-    return row
+    return (item.metadata.get(corpus.carrier) or {}).get("statistics")
 
 
 _PLAIN_NUMBERS = (int, float)
 
 
-def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord], experiment: ExperimentRecords) -> dict[str, list]:
-    """``_stats_row`` of every item, by key, for the items that have one: the same test, with the
-    finiteness of plain int and float rows checked by numpy at once (100,000 BLEU rows: 1.1 million
-    numbers) and any other row by ``is_number`` one value at a time. Rows that no item can have
-    (the corpus formula's own check: a negative count, more matches than n-grams) are a data error."""
+def statistics_damage(corpus: CorpusFacts, row: Any) -> str | None:
+    """What makes a recorded statistics row unusable for ``corpus`` (not a list, the wrong number of
+    values, a value that is not a finite number), naming the field; None for a usable row."""
     width = len(corpus.fields)
-    keys, rows = [], []
+    if not isinstance(row, list):
+        return f"are {row!r}, not a list of {width} numbers"
+    if len(row) != width:
+        return f"have {len(row)} value(s), not {width} ({', '.join(corpus.fields)})"
+    for k, value in enumerate(row):
+        if not is_number(value):
+            what = (f"{'NaN' if value != value else f'{value:g}'}, not a finite number" if isinstance(value, float)
+                    else f"{value!r}, not a number")
+            return f"hold {corpus.fields[k]} (value {k + 1} of {width}) = {what}"
+    return None
+
+
+def _statistics_rows(corpus: CorpusFacts, items: Sequence[ItemRecord], experiment: ExperimentRecords
+                     ) -> tuple[dict[str, list], frozenset[str]]:
+    """The statistics row of every scored item that records one, by key, and the keys of the scored
+    items that record none (a metric span Opik kept no metadata for: counted, said in the notes). A row that
+    is there but unusable (``statistics_damage``), or that no item can have (the corpus formula's
+    own check: a negative count, more matches than n-grams), is a data error naming the
+    experiment, the item and the field. Plain int and float rows are checked by numpy at once
+    (100,000 BLEU rows: 1.1 million numbers), any other row one value at a time."""
+    width = len(corpus.fields)
+    found: list[tuple[ItemRecord, Any]] = []
+    missing: list[str] = []
     for item in items:
-        row = (item.metadata.get(corpus.carrier) or {}).get("statistics") if corpus.carrier in item.scores else None
-        if not item.failed and isinstance(row, list) and len(row) == width:
-            keys.append(item.key)
-            rows.append(row)
-    plain = [all(type(v) in _PLAIN_NUMBERS for v in row) for row in rows]   # exactly int or float: no bool
-    matrix = np.array([r for r, p in zip(rows, plain) if p], dtype=np.float64).reshape(-1, width)
+        if item.failed or corpus.carrier not in item.scores:
+            continue
+        row = (item.metadata.get(corpus.carrier) or {}).get("statistics")
+        if row is None:
+            missing.append(item.key)
+        else:
+            found.append((item, row))
+    plain = [isinstance(row, list) and len(row) == width and all(type(v) in _PLAIN_NUMBERS for v in row)
+             for _, row in found]                      # exactly int or float: no bool
+    matrix = np.array([row for (_, row), p in zip(found, plain) if p], dtype=np.float64).reshape(-1, width)
     finite = iter(np.all(np.isfinite(matrix), axis=1, keepdims=False).reshape(-1).tolist())
-    valid = {key: row for key, row, p in zip(keys, rows, plain)
-             if (next(finite) if p else all(is_number(v) for v in row))}
+    for (item, row), p in zip(found, plain):
+        if not (next(finite) if p else statistics_damage(corpus, row) is None):
+            raise ValueError(f"{_where(experiment, item)}: the statistics of {corpus.carrier} (for {corpus.name}) "
+                             f"{statistics_damage(corpus, row)}; the record was edited or damaged (score it again)")
+    valid = {item.key: row for item, row in found}
     problem = statistics_problem(resolve_formula(corpus.formula, experiment.name), list(valid.values()),
                                  **corpus.options)
     if problem is not None:
-        key = list(valid)[problem[0]]
-        raise ValueError(f"{experiment.name}: item {key}: the statistics of {corpus.carrier} (for {corpus.name}) "
+        item = found[problem[0]][0]
+        raise ValueError(f"{_where(experiment, item)}: the statistics of {corpus.carrier} (for {corpus.name}) "
                          f"cannot come from any item: {problem[1]}; the record was edited or damaged")
-    return valid
+    return valid, frozenset(missing)
+
+
+def _where(experiment: ExperimentRecords, item: ItemRecord) -> str:
+    """Where an item's record is, for an error: the experiment (a record file's path) and the item."""
+    return f"{experiment.name}: item {item.key} (row {item.position + 1})"
 
 
 def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Sequence[ItemRecord],
@@ -275,7 +305,8 @@ def _statistic(metric: ScoreSummary, experiment: ExperimentRecords, items: Seque
 
 
 def _has_statistics(corpus_name: str, item: ItemRecord, experiment: ExperimentRecords) -> bool:
-    """Whether a scored item has complete statistics for the corpus score ``corpus_name``."""
+    """Whether a scored item records statistics for the corpus score ``corpus_name`` (damaged ones
+    too: the comparison then refuses them, naming the item, instead of leaving the score out)."""
     corpus = experiment.corpus(corpus_name)
     return not item.failed and corpus is not None and _stats_row(corpus, item) is not None
 
@@ -348,27 +379,29 @@ class _Context:
 @dataclass(frozen=True)
 class _Column:
     """One score of one experiment: the keys of the items that have a usable value (not failed; a
-    finite score, or complete statistics for a corpus score), each item's non-finite kind, and a
-    corpus score's statistics rows by key."""
+    finite score, or statistics for a corpus score), each item's non-finite kind, a corpus score's
+    statistics rows by key, and the keys of scored items that record no statistics for it."""
 
     has: frozenset[str]
     kinds: dict[str, str]
     rows: dict[str, list]
+    no_statistics: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
         live = [item for item in experiment.items if not item.failed]
         rows: dict[str, list] = {}
+        missing: frozenset[str] = frozenset()
         if metric.kind == "mean":
             has = frozenset(item.key for item in live if metric.name in item.scores)
         else:
             corpus = experiment.corpus(metric.name)
             if corpus is not None:
-                rows = _statistics_rows(corpus, live, experiment)
+                rows, missing = _statistics_rows(corpus, live, experiment)
             has = frozenset(rows)
         source = _source(metric, experiment)
         kinds = {item.key: item.non_finite[source] for item in live if item.non_finite.get(source)}
-        return cls(has, kinds, rows)
+        return cls(has, kinds, rows, missing)
 
 
 def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
@@ -404,8 +437,26 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
                if (differing := signature_differences(m.name, baseline, system)[0])}
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
-                metrics={m.name: _pair_metric(m, baseline, system, shared, settings, context) for m in metrics},
+                metrics={m.name: _no_statistics_note(_pair_metric(m, baseline, system, shared, settings, context), m,
+                                                     baseline, system, shared, context) for m in metrics},
                 option_differences=options)
+
+
+def _no_statistics_note(entry: PairResult, metric: ScoreSummary, baseline: ExperimentRecords,
+                        system: ExperimentRecords, shared: Sequence[tuple[ItemRecord, ItemRecord]],
+                        context: _Context) -> PairResult:
+    """``entry`` with a note counting the shared items left out of a corpus score because one side
+    records no statistics for them (the comparison's notes say which experiment)."""
+    base_missing = context.column(metric, baseline).no_statistics
+    system_missing = context.column(metric, system).no_statistics
+    left_out = sum(1 for a, b in shared if a.key in base_missing or b.key in system_missing)
+    if not left_out:
+        return entry
+    sides = "; ".join(f"{e.name}: {n}" for e, n in (
+        (baseline, sum(1 for a, _ in shared if a.key in base_missing)),
+        (system, sum(1 for _, b in shared if b.key in system_missing))) if n)
+    note = f"{left_out} of {len(shared)} shared items left out: they record no statistics for {metric.name} ({sides})"
+    return replace(entry, note="; ".join(filter(None, (entry.note, note))))
 
 
 #: The version fields of the pack's signatures, for two records both made before signatures named
@@ -557,6 +608,13 @@ def _notes(experiments: Sequence[ExperimentRecords], metrics: Sequence[ScoreSumm
                 notes.append(f"{e.name}: {m.name} is not finite for {len(odd)} of {with_output} items with an "
                              f"output ({_kinds_text(_kinds(odd))}); they are left out of its value, interval and "
                              "paired tests")
+    for m in metrics:
+        for e in experiments:
+            missing = context.column(m, e).no_statistics
+            if missing:
+                scored = len(missing) + len(context.column(m, e).has)
+                notes.append(f"{e.name}: {len(missing)} of {scored} scored items record no statistics for {m.name} "
+                             f"(the first: {next(item.key for item in e.items if item.key in missing)}); they are left out of its value, interval and paired tests")
     for m in metrics:
         corpus = next((c for c in (e.corpus(m.name) for e in experiments) if c is not None), None)
         if m.kind == "corpus" and corpus is not None and corpus.mean_of_carrier:

@@ -1,9 +1,10 @@
 """Record ids, checked before a run scores anything: the column that holds them (``id`` when the
 input has one, unless named), present in every readable record, text or an integer, and unique
-(with a kept ``trial`` column, unique with it: the rows of one id are its trials); so that a
-comparison pairs the output's rows by id, never by position."""
+(with a kept ``trial`` column, unique with it: the rows of one id are its trials, with one
+reference, source and image); so that a comparison pairs the output's rows by id, never by position."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -52,9 +53,16 @@ def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> F
     if not fields.id_field and not fields.keep:
         return fields
     wanted = fields.carried
+    trials = bool(fields.id_field) and TRIAL_COLUMN in fields.keep
+    inputs = [c for i in ("reference", "source", "image") for c in fields.column(i)] if trials else []
     if isinstance(source, ParquetSource):          # only the columns checked are read
-        source = ParquetSource(source.path, columns=wanted)
+        import pyarrow.parquet as pq
+
+        present = set(pq.read_schema(source.path).names)
+        inputs = [c for c in inputs if c in present]
+        source = ParquetSource(source.path, columns=list(dict.fromkeys([*wanted, *inputs])))
     seen: dict[str, int] = {}
+    first_inputs: dict[str, tuple[int, Any, tuple[int, ...]]] = {}     # see _check_trial_inputs
     kept_seen: set[str] = set()
     kinds: dict[str, set[str]] = {c: set() for c in fields.keep}
     name = fields.id_field
@@ -78,11 +86,27 @@ def check_records(source: Source, fields: FieldMap, chunk_size: int = 1024) -> F
                 raise FieldError(f"{what} is held by {place(source, first)} and {place(source, index)}: ids must be "
                                  "unique to pair records (choose another column with --id-field; rows that are "
                                  f"trials of one item keep a {TRIAL_COLUMN!r} column: --keep {TRIAL_COLUMN})")
+            if trials:
+                _check_trial_inputs(record, key, index, inputs, first_inputs, source)
     missing = [c for c in fields.keep if c not in kept_seen]
     if missing:
         raise FieldError(f"--keep {missing[0]}: no record of {source.path} has a column {missing[0]!r}")
     typed = {column: kind for column, found in kinds.items() if (kind := column_kind(found)) != "text"}
     return replace(fields, kept_types=typed)
+
+
+def _check_trial_inputs(record: dict, key: str, index: int, inputs: list[str],
+                        first: dict[str, tuple[int, Any, tuple[int, ...]]], source: Source) -> None:
+    """FieldError when a trial of id ``key`` has another reference (source, image) than its first
+    trial: the trials of an item are runs on one input, which the comparison averages as one item.
+    ``first`` keeps each id's first trial: its index, trial and a hash of each input column."""
+    hashes = tuple(hash(json.dumps(record.get(c), sort_keys=True, default=str)) for c in inputs)
+    index0, trial0, hashes0 = first.setdefault(key, (index, record.get(TRIAL_COLUMN), hashes))
+    differ = next((c for c, a, b in zip(inputs, hashes0, hashes) if a != b), None)
+    if differ is not None:
+        raise FieldError(f"id {key!r}: trials {trial0!r} ({place(source, index0)}) and {record.get(TRIAL_COLUMN)!r} "
+                         f"({place(source, index)}) have different {differ!r}; the trials of an item are runs on "
+                         "one input, averaged as one item: give items with different inputs their own ids")
 
 
 def _id_of(record: dict, name: str, source: Source, index: int) -> str:

@@ -228,7 +228,8 @@ def test_impossible_bleu_statistics_are_a_data_error_naming_the_item(scored, tmp
     item = json.loads(edited.read_text(encoding="utf-8").splitlines()[5])["id"]
     code, err, _ = _gate(capsys, scored["baseline"], edited, "--fail-on", "worse", "-m", "corpus_bleu")
     assert code == 2 and len(err) == 1
-    assert f"{edited}: item {item}: the statistics of bleu (for corpus_bleu) cannot come from any item: {words}" in err[0]
+    assert (f"{edited}: item {item} (row 5): the statistics of bleu (for corpus_bleu) cannot come from any item: "
+            f"{words}") in err[0]
 
 
 # -- plugins load only for the commands whose arguments come from the catalog -------------------------------

@@ -100,25 +100,51 @@ def from_records(path: str) -> ExperimentRecords:
                 for facts in records.facts.values() if facts.own_corpora}
     output_column = ((config["fields"].get("output") or ["output"]) + ["output"])[0]
     skip = {"index", "reason", id_field, *keep, *carriers}
-    seen: dict[str, int] = {}
-    for row in read_rows(path):
-        records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, seen, path))
+    inputs = [c for name in ("reference", "source", "image") for c in config["fields"].get(name) or [name] if c in keep]
+    seen: dict[Any, Any] = {}
+    for number, row in enumerate(read_rows(path)):
+        records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, path))
+        _check_trials(records.items[-1], number, row, keep, inputs, seen, path)
     records.score_metrics = score_metrics
     return records
 
 
+def _check_trials(item: ItemRecord, number: int, row: dict, keep: list[str], inputs: list[str],
+                  seen: dict[Any, Any], path: str) -> None:
+    """Refuse a row whose id another row has, unless they are trials of one item: a ``trial`` column
+    kept, each (id, trial) once, and the same kept input columns (reference, source, image) on
+    every trial of an id (they are runs on one input; the comparison averages them). ``seen``
+    holds the first row of each id (its number in the file, position, trial and inputs) and of each
+    (id, trial)."""
+    trial, values = row.get(TRIAL_COLUMN), tuple(row.get(c) for c in inputs)
+    first = seen.setdefault(item.key, (number, item.position, trial, values))
+    if first[0] == number:
+        seen[(item.key, trial)] = item.position
+        return
+    rows = f"rows {first[1] + 1} and {item.position + 1}"
+    if TRIAL_COLUMN not in keep:
+        raise RecordFileError(f"{path}: id {item.key!r} is on {rows}; ids must be "
+                              f"unique to pair records, unless the rows are trials of one item: keep a "
+                              f"{TRIAL_COLUMN!r} column (score --keep {TRIAL_COLUMN})")
+    again = seen.get((item.key, trial))
+    seen[(item.key, trial)] = item.position
+    if again is not None:
+        raise RecordFileError(f"{path}: id {item.key!r}, trial {trial!r} is on rows {again + 1} and "
+                              f"{item.position + 1}; each trial of an item is one row (was a row copied?)")
+    differ = next((c for c, a, b in zip(inputs, first[3], values) if a != b), None)
+    if differ is not None:
+        raise RecordFileError(f"{path}: id {item.key!r}: trials {first[2]!r} and {trial!r} ({rows}) have different "
+                              f"{differ!r}; the trials of an item are runs on one input, averaged as one item: "
+                              "give items with different inputs their own ids")
+
+
 def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, skip: set[str],
-                 carriers: dict[str, list[str]], seen: dict[str, int], path: str) -> ItemRecord:
+                 carriers: dict[str, list[str]], path: str) -> ItemRecord:
     """One row of a record file as an item (see ``from_records``)."""
     position = int(row["index"])
     value = row.get(id_field)
     # a record the run could not read has no id: a failed item of its own
     key = f"(no id: record {position + 1})" if value is None else str(value)
-    if key in seen and TRIAL_COLUMN not in keep:
-        raise RecordFileError(f"{path}: id {key!r} is on rows {seen[key] + 1} and {position + 1}; ids must be "
-                              f"unique to pair records, unless the rows are trials of one item: keep a "
-                              f"{TRIAL_COLUMN!r} column (score --keep {TRIAL_COLUMN})")
-    seen.setdefault(key, position)
     kept = {c: row.get(c) for c in keep}
     output = {"output": kept[output_column]} if output_column in kept else {}
     record = ItemRecord(key=key, position=position, input={id_field: value, **kept}, output=output)
@@ -137,9 +163,15 @@ def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, 
             record.non_finite[name] = non_finite_kind(value)
     for column, names in carriers.items():
         statistics = row.get(column)
+        scored = [carrier for carrier in names if carrier in record.scores]
+        if statistics is None and scored:      # `score` writes the statistics of every item it scored
+            raise RecordFileError(f"{path}: item {key} (row {position + 1}) has {scored[0]} but no {column}: "
+                                  "`score` writes both; the record was edited or damaged (score it again)")
         if statistics is not None:
             for carrier in names:
-                record.metadata.setdefault(carrier, {})["statistics"] = list(statistics)
+                # kept as recorded (a damaged row is refused, naming its item, by the comparison)
+                record.metadata.setdefault(carrier, {})["statistics"] = \
+                    list(statistics) if isinstance(statistics, (list, tuple)) else statistics
     return record
 
 

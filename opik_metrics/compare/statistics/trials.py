@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.core.numbers import is_number
 
 
 def merge_trials(experiment: ExperimentRecords) -> ExperimentRecords:
@@ -57,17 +58,19 @@ def _merged(rows: list[ItemRecord]) -> ItemRecord:
 
 def _summed_statistics(name: str, base: ItemRecord, live: list[ItemRecord]) -> dict[str, Any]:
     """The first trial's metadata of score ``name``, with its statistics summed over every trial (a
-    corpus score counts each trial's counts); without them when a trial lacks a row of the same
-    length. A value that is not a number or not finite is checked where every row is (the analysis)."""
+    corpus score counts each trial's counts); without them when a trial records none. A trial's row
+    that is not a list of numbers as long as the others' is kept as the item's instead, so that the
+    comparison refuses it naming the item (``analysis._statistics_rows``), never left out unsaid."""
     meta = dict(base.metadata.get(name) or {})
     found = [(row.metadata.get(name) or {}).get("statistics") for row in live]
-    rows = [r for r in found if isinstance(r, list) and r]
     meta.pop("statistics", None)
-    if len(rows) == len(found) and len({len(r) for r in rows}) == 1:
-        try:
-            meta["statistics"] = [sum(column) for column in zip(*rows)]
-        except TypeError:                  # a value that is no number: no statistics for this item
-            pass
+    if any(row is None for row in found):
+        return meta
+    widths = [len(row) for row in found if isinstance(row, list)]
+    usual = max(widths, key=widths.count, default=0)         # the others' width: a shorter row is the damaged one
+    damaged = next((row for row in found if not isinstance(row, list) or len(row) != usual
+                    or not all(is_number(v) for v in row)), None)
+    meta["statistics"] = damaged if damaged is not None else [sum(column) for column in zip(*found)]
     return meta
 
 
@@ -77,15 +80,22 @@ class ClusterFieldError(ValueError):
 
 def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentRecords:
     """``experiment`` with each item's ``cluster`` the value of its input field ``field`` (a record
-    file's kept column, a dataset item's field). A failed item without it keeps no cluster."""
+    file's kept column, a dataset item's field). A failed item without it keeps no cluster. A value
+    that is NaN or infinite is no label (each NaN would be one cluster of its own, or all one,
+    by accident of how it is written): refused as a missing one is."""
     items = []
     for item in experiment.items:
         value = item.input.get(field) if isinstance(item.input, dict) else None
+        odd = isinstance(value, float) and not math.isfinite(value)
+        if odd and not item.failed:
+            raise ClusterFieldError(f"cluster_by {field!r}: item {item.key!r} of {experiment.name} has {field!r} = "
+                                    f"{'NaN' if value != value else value}, which names no cluster; give every "
+                                    f"item of a cluster the same text or finite number in {field!r}")
         if value is None and not item.failed:
             kept = ", ".join(sorted(item.input)) if isinstance(item.input, dict) and item.input else "none"
             raise ClusterFieldError(f"cluster_by {field!r}: item {item.key!r} of {experiment.name} has no field "
                                     f"{field!r} (its fields: {kept}); a record file keeps it with --keep {field}")
-        items.append(replace(item, cluster=None if value is None else str(value)))
+        items.append(replace(item, cluster=None if value is None or odd else str(value)))
     return replace(experiment, items=items)
 
 
