@@ -56,7 +56,7 @@ def _value(scores: dict, name: str) -> Any:
 def _show_json(info: Any, items: list) -> dict[str, Any]:
     return {**info.listing(), "experiment_scores": info.experiment_scores, "seconds": info.seconds,
             "runs": info.runs, "pushed_at": info.pushed_at, "pushed_to": info.pushed_to,
-            "records": [{"position": it.position, "status": it.status, "input": it.input, "output": it.output,
+            "records": [{"position": it.position, "trial": it.trial, "status": it.status, "input": it.input, "output": it.output,
                        "failure_stage": it.failure_stage, "failure": it.failure, "task_seconds": it.task_seconds,
                        "score_seconds": it.score_seconds, "trace": it.trace,
                        "scores": {n: {"value": s.value, "failed": s.failed, "reason": s.reason}
@@ -91,7 +91,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"experiment {info.name} [{info.status}] on dataset {info.dataset}")
     print(f"created {info.created_at}, updated {info.updated_at}, {info.runs} run(s), {info.seconds:.1f} s"
           + (f"; pushed {info.pushed_at} to {info.pushed_to}" if info.pushed_at else ""))
-    print(f"{info.items} items: {info.scored_items} scored, {info.failed_items} failed\n")
+    if info.trials > 1:
+        print(f"{info.items} items, {info.trials} trials each: {info.scored_items} trials scored, "
+              f"{info.failed_items} failed (scores: each item's mean over its trials, then over items)\n")
+    else:
+        print(f"{info.items} items: {info.scored_items} scored, {info.failed_items} failed\n")
     print("config (all of it: --format json):")
     for line in _config_lines(info.config):
         print(line)
@@ -104,14 +108,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     if failed:
         print("\nfailed items:")
         for it in failed:
-            print(f"  item {it.position}: {it.failure_stage}: {it.failure}")
+            trial = f" trial {it.trial}" if info.trials > 1 else ""
+            print(f"  item {it.position}{trial}: {it.failure_stage}: {it.failure}")
     if args.items:
         shown = [n for n in info.scores if n not in recorded_parts(info.config.get("metrics"))]
-        rows = [[it.position, it.status, (it.output or {}).get("output", "")[:60],
+        trials = info.trials > 1
+        rows = [[it.position, *([it.trial] if trials else []), it.status, (it.output or {}).get("output", "")[:60],
                  *(it.scores[n].value if n in it.scores and it.scores[n].value is not None else "-" for n in shown)]
                 for it in items]
         print()
-        print(format_table(["item", "status", "output", *shown], rows))
+        print(format_table(["item", *(["trial"] if trials else []), "status", "output", *shown], rows))
     return 0
 
 
@@ -217,15 +223,17 @@ def _push_command(args: argparse.Namespace, store_path: Any) -> str:
 
 
 def _push_line(report: Any) -> str:
-    line = f"pushed experiment {report.name} to {report.target}: {report.items} items on dataset {report.dataset}"
+    what = "items" if report.trials == 1 else f"item trials ({report.trials} per item)"
+    line = f"pushed experiment {report.name} to {report.target}: {report.items} {what} on dataset {report.dataset}"
     if report.skipped_items:
-        line += f" ({report.skipped_items} failed items not pushed)"
+        line += f" ({report.skipped_items} failed {what.split(' (')[0]} not pushed)"
     if not report.read_back:
         return line + f"; {report.traces} traces sent (not read back)"
     sent = (f"this push sent {report.traces} traces and {report.sent_scores} feedback scores"
             if report.traces or report.sent_scores else "this push sent nothing")
     if report.complete:
-        return line + f"; read back: all {report.items} items and {report.scores} feedback scores there ({sent})"
+        return line + (f"; read back: all {report.items} {what.split(' (')[0]} and {report.scores} feedback scores "
+                       f"there ({sent})")
     return line + f"; {sent}"
 
 

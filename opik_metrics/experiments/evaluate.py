@@ -86,10 +86,11 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
 
     Every argument of ``opik.evaluate`` (opik 2.2), with its meaning: on a server each goes to
     ``opik.evaluate`` as it is. In the local store ``scoring_key_mapping``, ``dataset_item_ids``,
-    ``experiment_name_prefix``, ``experiment_tags``, ``prompt``/``prompts`` (recorded in the config)
-    and ``error_tolerance`` (the store records every failure and goes on) are carried out;
-    ``trial_count`` above 1, ``scoring_functions``, ``dataset_sampler``, ``dataset_filter_string``
-    and ``blueprint_id`` are refused in one line saying why (``LocalArgumentRefused``).
+    ``experiment_name_prefix``, ``experiment_tags``, ``prompt``/``prompts`` (recorded in the config),
+    ``trial_count`` (every trial kept and resumed on its own) and ``error_tolerance`` (the store
+    records every failure and goes on) are carried out; ``scoring_functions``, ``dataset_sampler``,
+    ``dataset_filter_string`` and ``blueprint_id`` are refused in one line saying why
+    (``LocalArgumentRefused``).
 
     Args:
         dataset: a list of items (dicts), or an ``opik`` Dataset (on a server).
@@ -106,8 +107,9 @@ def evaluate(dataset: Any, task: Callable[[dict], dict], scoring_metrics: Sequen
         scoring_key_mapping: metric argument -> a key of the item and its task output (or a
             function of them), as Opik maps them.
         dataset_item_ids: only these items (by their ``id``).
-        trial_count: runs of each item (a server only); ``compare`` averages an item's trials and
-            resamples items.
+        trial_count: runs of each item (the task and the metrics called again each time), on a server
+            as in the local store, which keeps each trial (``experiments push`` sends one trace and
+            experiment item per trial); ``compare`` averages an item's trials and resamples items.
         experiment_tags: recorded with the experiment (on a server: Opik's own tags).
         prompt: an Opik prompt, recorded with the experiment (on a server: linked by Opik).
         prompts: several Opik prompts, as ``prompt``.

@@ -37,18 +37,20 @@ class LocalTestResult:
 
 
 def one_test_result(key: str, item_input: dict, output: dict | None, scores: list[ScoreResult],
-                    mapped: dict | None = None) -> Any:
+                    mapped: dict | None = None, trial: int = 0) -> Any:
     """One item's TestResult: Opik's class when opik is loaded, else ``LocalTestResult``; ``mapped``:
-    the metrics' inputs after a scoring key mapping (default: the item and its output merged)."""
+    the metrics' inputs after a scoring key mapping (default: the item and its output merged).
+    ``trial``: its run (``trial_count``): the trials of an item share its dataset item id, each has a
+    trace of its own, as under ``opik.evaluate``."""
     case_type: Any = LocalTestCase
     result_type: Any = LocalTestResult
     if "opik.evaluation" in sys.modules:
         from opik.evaluation.test_case import TestCase
         from opik.evaluation.test_result import TestResult
         case_type, result_type = TestCase, TestResult
-    case = case_type(trace_id=key, dataset_item_id=key, task_output=output or {}, dataset_item_content=item_input,
+    case = case_type(trace_id=key if not trial else f"{key}#{trial}", dataset_item_id=key, task_output=output or {}, dataset_item_content=item_input,
                      mapped_scoring_inputs=mapped if mapped is not None else {**item_input, **(output or {})})
-    return result_type(test_case=case, score_results=scores, trial_id=0)
+    return result_type(test_case=case, score_results=scores, trial_id=trial)
 
 
 def by_dataset_item(test_results: Sequence[Any]) -> list[list[Any]]:

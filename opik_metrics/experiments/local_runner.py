@@ -1,5 +1,6 @@
 """Run an experiment into the local store: chunk by chunk, task then metrics, each item committed
-as it finishes; Opik tracing is off (no server: nothing sent, no retries, no wait at exit) and
+as it finishes (with ``trial_count``, each trial of each item: the task and the metrics are called
+again for every trial, as ``opik.evaluate`` calls them); Opik tracing is off (no server: nothing sent, no retries, no wait at exit) and
 the task's spans are kept in the store instead.
 """
 from __future__ import annotations
@@ -31,10 +32,10 @@ def _run_task(store: ExperimentStore, exp_id: int, task: Task, item: StoredItem)
                 raise TypeError(f"the task must return a dict, got {type(output).__name__}")
         except Exception as exc:
             store.save_failure(exp_id, item.key, "task", f"{type(exc).__name__}: {exc}", spans,
-                               time.perf_counter() - start)
+                               time.perf_counter() - start, trial=item.trial)
             item.status = "failed"
             return
-    store.save_output(exp_id, item.key, output, spans, time.perf_counter() - start)
+    store.save_output(exp_id, item.key, output, spans, time.perf_counter() - start, trial=item.trial)
     item.output, item.status = output, "output"
 
 
@@ -44,7 +45,7 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
     failures = prepare_chunk(task, [item.input for item in need_task])
     for k, item in enumerate(need_task):
         if k in failures:
-            store.save_failure(exp_id, item.key, failures[k].stage, failures[k].reason)
+            store.save_failure(exp_id, item.key, failures[k].stage, failures[k].reason, trial=item.trial)
             item.status = "failed"
         else:
             _run_task(store, exp_id, task, item)
@@ -58,7 +59,7 @@ def _run_chunk(store: ExperimentStore, exp_id: int, task: Task, metrics: Sequenc
     for item, results in zip(ready, scored):
         store.save_scores(exp_id, item.key, [StoredScore(r.name, metric, r.value, bool(r.scoring_failed),
                                                          r.reason, dict(r.metadata or {}))
-                                             for metric, r in results], share)
+                                             for metric, r in results], share, trial=item.trial)
 
 
 def as_test_results(items: Sequence[StoredItem], mapping: ScoringKeyMapping | None = None) -> list[Any]:
@@ -66,7 +67,7 @@ def as_test_results(items: Sequence[StoredItem], mapping: ScoringKeyMapping | No
     (with the run's ``scoring_key_mapping`` applied to their scoring inputs, as Opik does)."""
     return [one_test_result(item.key, item.input, item.output, [_as_score_result(s) for s in item.scores.values()],
                             scoring_inputs(item.input, item.output, mapping, f"item {item.position + 1}")
-                            if mapping else None)
+                            if mapping else None, trial=item.trial)
             for item in items]
 
 
@@ -90,26 +91,29 @@ def summarize(store: ExperimentStore, name: str) -> ExperimentSummary:
     return ExperimentSummary(
         name=name, backend="local", dataset=info.dataset, location=str(store.path), items=info.items,
         failed_items=info.failed_items, scores=info.scores, experiment_scores=info.experiment_scores,
-        failures=[{"item": it.position, "stage": it.failure_stage, "reason": it.failure, "input": it.input}
-                  for it in failed], seconds=info.seconds)
+        failures=[{"item": it.position, "stage": it.failure_stage, "reason": it.failure, "input": it.input,
+                   **({"trial": it.trial} if info.trials > 1 else {})} for it in failed],
+        seconds=info.seconds, trials=info.trials)
 
 
 def run_local(name: str, items: Sequence[dict], task: Task, metrics: Sequence[Any], *, dataset_name: str,
               config: dict, scorers: Sequence[ExperimentScorer], store: ExperimentStore, chunk_size: int = 16,
               progress: bool = True, retry_failed: bool = False, overwrite: bool = False,
-              scoring_key_mapping: ScoringKeyMapping | None = None) -> ExperimentSummary:
-    """Run (or resume) experiment ``name`` over ``items`` into ``store``; see ``run_experiment``.
+              scoring_key_mapping: ScoringKeyMapping | None = None, trials: int = 1) -> ExperimentSummary:
+    """Run (or resume) experiment ``name`` over ``items`` into ``store``, each item ``trials`` times
+    (``trial_count``); see ``run_experiment``. A rerun runs only the trials not finished yet.
 
     The run holds the experiment's lease in the store from ``begin`` to ``finish``: another process
     running the same experiment meanwhile gets ``ExperimentLocked`` (or waits: ``store.lock_wait``)
     instead of redoing every item beside this one.
     """
     started = time.perf_counter()
-    exp_id, _ = store.begin(name, dataset_name, config, list(zip(item_keys(items), items)), overwrite)
+    exp_id, _ = store.begin(name, dataset_name, config, list(zip(item_keys(items), items)), overwrite, trials=trials)
     todo = store.items(exp_id, ["pending", "output", *(["failed"] if retry_failed else [])])
     total = len(store.items(exp_id))
     status = "interrupted"
-    bar = tqdm(total=total, initial=total - len(todo), desc=one_line(f"scoring {name}"), unit="item",
+    bar = tqdm(total=total, initial=total - len(todo), desc=one_line(f"scoring {name}"),
+               unit="item" if trials == 1 else "trial",
                disable=not progress)
     try:
         with tracing_disabled(), scoring_untracked():

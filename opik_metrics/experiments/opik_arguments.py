@@ -1,8 +1,8 @@
 """``opik.evaluate``'s arguments in the local store. On a server every argument goes to
 ``opik.evaluate`` as it is; with no server, each one is carried out as Opik would (the scoring key
-mapping, tags and prompts recorded, dataset item ids, a name prefix) or refused in one line that names
-it and says why (what only a server can do: its filter language, its samplers of dataset items, its
-blueprints; trials, which the local store does not keep yet)."""
+mapping, tags and prompts recorded, dataset item ids, a name prefix, ``trial_count``: each item run
+that many times, every trial kept) or refused in one line that names it and says why (what only a
+server can do: its filter language, its samplers of dataset items, its blueprints)."""
 from __future__ import annotations
 
 import warnings
@@ -14,8 +14,6 @@ ScoringKeyMapping = Mapping[str, Union[str, Callable[[dict], Any]]]
 
 #: Arguments the local store refuses unless they hold their default, and why.
 LOCAL_REFUSALS: dict[str, tuple[Any, str]] = {
-    "trial_count": (1, "the local store keeps one run per item; run trials on an Opik server (backend='opik'), "
-                       "or score record files that keep a 'trial' column"),
     "scoring_functions": (None, "Opik's scorer functions run inside opik.evaluate on a server; locally pass "
                                 "Opik metrics as scoring_metrics"),
     "dataset_sampler": (None, "a sampler draws Opik dataset items on a server; locally pass the items you want "

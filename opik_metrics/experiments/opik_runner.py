@@ -89,7 +89,8 @@ def run_on_opik(name: str, items: Sequence[dict], task: Task, metrics: Sequence[
     then read back, and ``summary.missing`` names what it lacks (``experiments push NAME`` sends it)."""
     extra = dict(opik_arguments or {})
     started = time.perf_counter()
-    book = EvaluationJournal(journal, name, dataset_name, config, items, url) if journal is not None else None
+    book = (EvaluationJournal(journal, name, dataset_name, config, items, url, trials=int(extra.get("trial_count") or 1))
+            if journal is not None else None)
     failures = _prepare_all(task, items, chunk_size)
     if book is not None:
         book.failures(failures)

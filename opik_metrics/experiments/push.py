@@ -1,13 +1,15 @@
 """Upload a stored experiment to an Opik server later: the dataset (created or reused), the
 experiment with its config, one trace per item with the task's spans and attachments, every
-feedback score (as ``opik.evaluate`` logs them) and the experiment-level scores. A server that
+feedback score (as ``opik.evaluate`` logs them) and the experiment-level scores. An experiment run
+with ``trial_count`` goes as Opik stores trials: one trace and one experiment item per trial, the
+trials of an item linked to its one dataset item. A server that
 refuses a request (HTTP 401, 404, 500) is one OpikServerError line naming it and the status.
 
 The SDK sends traces, experiment items and feedback scores in the background and only logs a batch
 the server refuses (one bad score refuses a batch of up to 1,000), so after ``flush`` the push
 reads back what the server kept: the experiment's items, each joined to its trace and that trace's
 feedback scores, and the experiment scores. What is missing is named in the report. The
-experiment's id and each item's trace id are noted in the store before they are sent (span ids
+experiment's id and each trial's trace id are noted in the store before they are sent (span ids
 derive from the trace id), so a rerun of the same push sends only what is missing, under the same
 ids: no second experiment, trace or experiment item. Only a push that arrived whole marks the
 experiment pushed.
@@ -50,9 +52,9 @@ class PushReport:
     name: str
     dataset: str
     traces: int                  # traces sent by this push (a rerun sends only the missing ones)
-    skipped_items: int           # failed items: no output to upload
+    skipped_items: int           # failed item trials: no output to upload
     target: str
-    items: int = 0               # scored items: a trace and an experiment item each on the server
+    items: int = 0               # scored item trials: a trace and an experiment item each on the server
     scores: int = 0              # their feedback scores a server stores (failed, non-finite ones are not sent)
     sent_scores: int = 0         # feedback scores sent by this push
     experiment_id: str | None = None
@@ -61,7 +63,8 @@ class PushReport:
     kept_items: int = 0          # items whose trace and experiment item the server holds
     kept_scores: int = 0
     missing_items: list[int] = field(default_factory=list)        # positions, as `experiments show --items`
-    missing_item_keys: list[str] = field(default_factory=list)    # the store's item keys of the same items
+    missing_item_keys: list[str] = field(default_factory=list)    # the store's trial keys (store.trial_key) of the same
+    trials: int = 1              # runs of each item (trial_count): ``items`` counts every trial
     missing_scores: dict[str, int] = field(default_factory=dict)  # score name -> items lacking it
     changed_scores: dict[str, int] = field(default_factory=dict)  # score name -> items where the server has another value
     missing_experiment_scores: list[str] = field(default_factory=list)
@@ -169,7 +172,7 @@ def push_item(client: Any, item: StoredItem, project_name: str | None, trace_id:
         id=trace_id, name="evaluation_task", input=item.input, output=item.output,
         start_time=_time(spans[0].get("start_time")) if spans else None,
         end_time=_time(spans[-1].get("end_time")) if spans else _time(item.finished_at),
-        metadata={"source": "opik-metrics local store", "item_key": item.key,
+        metadata={"source": "opik-metrics local store", "item_key": item.key, **({"trial": item.trial} if item.trial else {}),
                   "task_seconds": item.task_seconds, "score_seconds": item.score_seconds,
                   **({"failed_scores": failed} if failed else {})},
         project_name=project_name)
@@ -236,7 +239,7 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
     report.missing_items, report.missing_item_keys, report.missing_scores = [], [], {}
     report.changed_scores = {}
     for item in scored:
-        trace_id = traces[item.key]
+        trace_id = traces[item.trial_key]
         names = sent_scores(item)
         held = kept.scores.get(trace_id, {}) if trace_id in kept.traces else {}
         there = kept_scores(item, held)
@@ -244,7 +247,7 @@ def _compare(report: PushReport, scored: list[StoredItem], traces: dict[str, str
             report.kept_items += 1
         else:
             report.missing_items.append(item.position)
-            report.missing_item_keys.append(item.key)
+            report.missing_item_keys.append(item.trial_key)
         report.kept_scores += len(there)
         for name in sorted(names - there):
             lost = report.changed_scores if held.get(name) is not None else report.missing_scores
@@ -337,7 +340,10 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
         if client is None:
             client = opik.Opik(project_name=project_name)
     with server_errors(url, f"the dataset {dataset_name or info.dataset!r} (creating it or inserting its items)"):
-        dataset, ids = insert_items(client, dataset_name or info.dataset, [item.input for item in scored])
+        contents = {item.key: item.input for item in scored}      # an item's trials share its dataset item
+        dataset, found = insert_items(client, dataset_name or info.dataset, list(contents.values()))
+        by_key = dict(zip(contents, found))
+        ids = [by_key[item.key] for item in scored]
     key = push_target(url, project_name, dataset.name, remote_name)
     with server_errors(url, f"finding or creating the experiment {remote_name!r}"):
         experiment, resumed = _experiment(client, store, info, key, dataset, remote_name, project_name, store.path)
@@ -345,22 +351,23 @@ def push_experiment(store: ExperimentStore, name: str, *, client: Any = None, pr
             _update_config(client, experiment, info, store.path)
     record = store.push_record(info.id, key)
     traces = dict(record.traces) if record else {}
-    new = {item.key: id_helpers.generate_id() for item in scored if item.key not in traces}
+    new = {item.trial_key: id_helpers.generate_id() for item in scored if item.trial_key not in traces}
     if new:
         store.save_push_traces(info.id, key, new)
         traces.update(new)
     corpus = _sent_experiment_scores(store, info.id)
     readable = _can_read_back(experiment)
     limit = max(10_000, 2 * len(scored))
-    report = PushReport(name=remote_name, dataset=dataset.name, traces=0, skipped_items=info.items - len(scored),
-                        target=target, items=len(scored), scores=sum(len(sent_scores(i)) for i in scored),
+    report = PushReport(name=remote_name, dataset=dataset.name, traces=0,
+                        skipped_items=info.items * info.trials - len(scored), target=target, items=len(scored),
+                        scores=sum(len(sent_scores(i)) for i in scored), trials=info.trials,
                         experiment_id=getattr(experiment, "id", None), resumed=resumed)
     with server_errors(url, f"reading back experiment {remote_name!r} before sending what it lacks"):
         before = _read_back(experiment, limit) if resumed and readable else _Kept()
     with server_errors(url, f"the traces and scores of experiment {remote_name!r}"):
         refs, only_scores = [], []
         for item, item_id in tqdm(list(zip(scored, ids)), desc=one_line(f"pushing {name}"), unit="item", disable=not progress):
-            trace_id = traces[item.key]
+            trace_id = traces[item.trial_key]
             if before.items[trace_id] and trace_id in before.traces:
                 lacking = sent_scores(item) - kept_scores(item, before.scores.get(trace_id, {}))
                 only_scores.extend(_feedback(item, trace_id, lacking))
@@ -402,9 +409,9 @@ def check_recorded_push(store: ExperimentStore, name: str, client: Any, target: 
     if record is None:
         raise StoreError(f"experiment {name!r} in {store.path} has no push to {target} on record")
     corpus = _sent_experiment_scores(store, info.id)
-    report = PushReport(name=name, dataset=info.dataset, traces=0, skipped_items=info.items - len(scored),
+    report = PushReport(name=name, dataset=info.dataset, traces=0, skipped_items=info.items * info.trials - len(scored),
                         target=report_target, items=len(scored), scores=sum(len(sent_scores(i)) for i in scored),
-                        experiment_id=record.remote_id, resumed=True)
+                        trials=info.trials, experiment_id=record.remote_id, resumed=True)
     with server_errors(url, f"reading back experiment {name!r}"):
         experiment = client.get_experiment_by_id(record.remote_id)
         if _can_read_back(experiment):

@@ -97,7 +97,7 @@ def rescore_local(store: ExperimentStore, name: str, metrics: Sequence[Any], *,
                          "finished (interrupted): run it again to finish them, then add metrics")
     # CIDEr-D's document frequencies from every item's references, as the run fits them: before the
     # facts are compared and recorded (they name the context)
-    fit_corpus_contexts(metrics, [it.input.get("reference") for it in every])
+    fit_corpus_contexts(metrics, [it.input.get("reference") for it in every if it.trial == 0])   # items, not trials
     stored = {s.metric for it in every for s in it.scores.values()}
     _check_score_names(name, {s.name: s.metric for it in every for s in it.scores.values()}, metrics)
     drop = _to_drop(name, info.config, stored, metrics, replace)
@@ -150,7 +150,7 @@ def _score(store: ExperimentStore, exp_id: int, metrics: Sequence[Any], chunk: l
             new[k].extend(item_results)
             made[k].append(metric.name)
     share = (time.perf_counter() - start) / len(chunk)
-    store.add_scores(exp_id, [(item.key, names, [_stored(metric, r) for metric, r in results])
+    store.add_scores(exp_id, [(item.key, item.trial, names, [_stored(metric, r) for metric, r in results])
                               for item, results, names in zip(chunk, new, made) if names], share)
 
 

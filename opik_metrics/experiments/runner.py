@@ -65,6 +65,8 @@ def run_experiment(
     ``opik.evaluate``'s threads on a server (the local store runs items in order). ``opik_arguments``:
     more of ``opik.evaluate``'s arguments (``trial_count``, ``scoring_key_mapping``...): on a server
     passed to it, locally carried out or refused (``opik_arguments.LOCAL_REFUSALS``) before anything runs.
+    Locally ``trial_count=N`` runs each item N times (the task and the metrics each time), keeps every
+    trial and records ``trial_count`` in the config (a resume must ask for as many).
     ``journal``: on a server, also keep the run in the local store (``store``, else the default one)
     as it goes, and read back what the server kept (``summary.missing``).
     """
@@ -77,6 +79,10 @@ def run_experiment(
     extra = dict(opik_arguments or {})
     if chosen.kind != "opik":
         refuse_server_only(extra)
+    trials = extra.get("trial_count")
+    trials = 1 if trials is None else trials
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trial_count: expected a positive integer, got {trials!r}")
     fit_corpus_contexts(metrics, [item.get("reference") for item in items])    # before the config records signatures
     scorers = experiment_scorers(metrics) if scorers is None else list(scorers)
     full_config = experiment_config(dict(config or {}), metrics)
@@ -95,13 +101,15 @@ def run_experiment(
                 book.close()
         summary.parts = parts
         return summary
+    if trials > 1:
+        full_config["trial_count"] = trials
     owned = not isinstance(store, ExperimentStore)
     db = store if isinstance(store, ExperimentStore) else ExperimentStore(store)
     try:
         summary = run_local(name, items, task, metrics, dataset_name=dataset_name, config=full_config,
                             scorers=scorers, store=db, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, overwrite=overwrite,
-                            scoring_key_mapping=extra.get("scoring_key_mapping"))
+                            scoring_key_mapping=extra.get("scoring_key_mapping"), trials=trials)
         summary.parts = parts
         return summary
     finally:

@@ -29,7 +29,7 @@ class ExperimentSummary:
     location: str                     # store path, or the experiment's URL in Opik
     items: int = 0
     failed_items: int = 0
-    resumed_items: int = 0            # finished by an earlier, interrupted run
+    resumed_items: int = 0            # finished by an earlier, interrupted run (item trials, with trial_count)
     scores: dict[str, float] = field(default_factory=dict)
     experiment_scores: dict[str, float | None] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)   # {"item", "stage", "reason"}

@@ -2,7 +2,7 @@
 opik's signature, so a new Opik argument cannot slip by), with its meaning: on a server passed to
 ``opik.evaluate`` (here ``trial_count=3`` against the REST stand-in, then compared item by item),
 in the local store carried out (the scoring key mapping, item ids, the name prefix, tags and
-prompts) or refused in one line that names the argument and says why."""
+prompts; trials in test_local_trials.py) or refused in one line that names the argument and says why."""
 from __future__ import annotations
 
 import inspect
@@ -50,7 +50,7 @@ def _answer(item: dict) -> dict:
 
 
 @pytest.mark.parametrize("argument, value", [
-    ("trial_count", 3), ("scoring_functions", [lambda item, output: 1.0]), ("dataset_sampler", object()),
+    ("scoring_functions", [lambda item, output: 1.0]), ("dataset_sampler", object()),
     ("dataset_filter_string", 'tags contains "x"'), ("blueprint_id", "bp-1")])
 def test_what_only_a_server_does_is_refused_locally_in_one_line(tmp_path, argument, value):
     with pytest.raises(LocalArgumentRefused, match=rf"^{argument}=.* is not supported in the local store: "):

@@ -21,7 +21,7 @@ from opik_metrics.experiments.store.records import (ExperimentInfo, PushRecord, 
                                                     config_identity, dumps, finite, loads, read_value, storable_text,
                                                     stored_value, utc_now)
 from opik_metrics.experiments.store.schema import ADDED_TABLES, APPLICATION, CORE_TABLES, META_TABLE, PUSH_SCHEMA, \
-    SCHEMA, SCHEMA_VERSION, expected_columns
+    SCHEMA, SCHEMA_VERSION, TRIAL_COLUMN, TRIAL_TABLES, expected_columns, trial_migration
 
 STORE_ENV = "OPIK_METRICS_STORE"
 SQLITE_JOURNAL = "-journal"          # the longest name SQLite writes beside a store ("-wal", "-shm" too)
@@ -73,6 +73,7 @@ class ExperimentStore:
         self._heartbeats: dict[str, Heartbeat] = {}
         self._damage: str | None = None               # why the file is damaged, once seen
         self._empty = False                           # read-only view of a file with no tables yet
+        self._trial_rows = True                       # False: a version-1 store read as it is (one trial per item)
         self._db: sqlite3.Connection | None = None
         too_long = name_too_long(self.path, SQLITE_JOURNAL)
         if too_long is not None:
@@ -128,6 +129,8 @@ class ExperimentStore:
                 raise StoreDamaged(self._damage_message(self._damage))
             db.execute("PRAGMA foreign_keys = ON")
             db.execute("PRAGMA journal_mode = WAL")
+            if kind != "empty" and not self._trial_rows:
+                self._migrate_trials(db)
             if kind != "ours":
                 db.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + f"""
                     INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('application', '{APPLICATION}');
@@ -146,6 +149,23 @@ class ExperimentStore:
         finally:
             if db is not None:
                 db.close()
+
+    def _migrate_trials(self, db: sqlite3.Connection) -> None:
+        """Rebuild a version-1 store's items and scores with their trial (0: each item's one run) and
+        mark the store version 2, in one transaction (a writer that migrated it first leaves nothing to do)."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {t: frozenset(c[1] for c in db.execute(f'PRAGMA table_info("{t}")')) for t in TRIAL_TABLES}
+            for statement in trial_migration(columns):
+                db.execute(statement)
+            if not self._lacks(db, [META_TABLE]):
+                db.execute(f"UPDATE {META_TABLE} SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            db.rollback()
+            raise
+        db.commit()
+        self._trial_rows = True
 
     def _inspect(self, db: sqlite3.Connection) -> str:
         """What the file holds, read without writing: "empty" (no tables yet), "ours" (our metadata
@@ -179,6 +199,9 @@ class ExperimentStore:
                 raise NotAStore(self._foreign_message(tables))
             if version > SCHEMA_VERSION:
                 raise StoreError(self._newer_message(version))
+        # a version-1 store lacks the trial column: read as one trial per item, rebuilt by its first writer
+        self._trial_rows = all(TRIAL_COLUMN in tables[t] for t in TRIAL_TABLES if t in tables)
+        expected = {t: c - {TRIAL_COLUMN} if t in TRIAL_TABLES else c for t, c in expected.items()}
         different = sorted(t for t in CORE_TABLES + ADDED_TABLES if t in tables and not expected[t] <= tables[t])
         missing = [t for t in CORE_TABLES if t not in tables]
         if different or (kind == "ours" and missing):
@@ -327,17 +350,21 @@ class ExperimentStore:
 
     @_guarded
     def begin(self, name: str, dataset: str, config: dict, items: Sequence[tuple[str, dict]],
-              overwrite: bool = False, wait: float | None = None) -> tuple[int, int]:
-        """Create (or resume) experiment ``name`` over ``items`` (key, content), taking its lease.
+              overwrite: bool = False, wait: float | None = None, trials: int = 1) -> tuple[int, int]:
+        """Create (or resume) experiment ``name`` over ``items`` (key, content), each run ``trials``
+        times (trials 0 to trials - 1), taking its lease.
 
-        Returns (experiment id, number of items already finished). A stored experiment of the
+        Returns (experiment id, number of item trials already finished). A stored experiment of the
         same name resumes when its config matches; otherwise a StoreError says how to proceed.
         While another process runs it, ExperimentLocked names that process, at once or after
         ``wait`` seconds (default: the store's ``lock_wait``).
         """
         db = self._writable()
         name, dataset = storable_text(name), storable_text(dataset)
-        exp_id = self._leased(name, wait, lambda: self._begin_locked(db, name, dataset, config, items, overwrite))
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+            raise ValueError(f"trials: expected a positive integer, got {trials!r}")
+        exp_id = self._leased(name, wait, lambda: self._begin_locked(db, name, dataset, config, items, overwrite,
+                                                                     trials))
         done = db.execute("SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ? AND "
                           "status IN ('scored', 'failed')", (exp_id,)).fetchone()[0]
         return exp_id, int(done)
@@ -405,26 +432,26 @@ class ExperimentStore:
         return self._leased(name, wait, body)
 
     @_guarded
-    def add_scores(self, exp_id: int, added: Sequence[tuple[str, Sequence[str], Sequence[StoredScore]]],
+    def add_scores(self, exp_id: int, added: Sequence[tuple[str, int, Sequence[str], Sequence[StoredScore]]],
                    score_seconds: float | None) -> None:
-        """Scores added by a rescore to scored items, each ``(item key, metrics, scores)``: the
-        item's scores from those metrics are replaced, its other scores, status and output stay.
-        Committed together (a chunk), ``score_seconds`` added to each item's."""
+        """Scores added by a rescore to scored item trials, each ``(item key, trial, metrics, scores)``:
+        the trial's scores from those metrics are replaced, its other scores, status and output stay.
+        Committed together (a chunk), ``score_seconds`` added to each trial's."""
         db = self._writable()
         with db:
             self._fence(exp_id)
-            for key, metrics, scores in added:
-                db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND metric IN "
-                           f"({', '.join('?' * len(metrics))})", (exp_id, key, *map(storable_text, metrics)))
+            for key, trial, metrics, scores in added:
+                db.execute(f"DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND trial = ? AND metric IN "
+                           f"({', '.join('?' * len(metrics))})", (exp_id, key, trial, *map(storable_text, metrics)))
                 db.executemany(
-                    "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
-                    "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(exp_id, key, storable_text(s.name), storable_text(s.metric),
+                    "INSERT OR REPLACE INTO scores (experiment_id, item_key, trial, name, metric, value, failed, "
+                    "reason, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(exp_id, key, trial, storable_text(s.name), storable_text(s.metric),
                       None if s.failed else stored_value(s.value), int(s.failed), storable_text(s.reason),
                       dumps(s.metadata or {})) for s in scores])
             db.executemany("UPDATE experiment_items SET score_seconds = COALESCE(score_seconds, 0) + ? "
-                           "WHERE experiment_id = ? AND item_key = ?",
-                           [(score_seconds or 0.0, exp_id, key) for key, _, _ in added])
+                           "WHERE experiment_id = ? AND item_key = ? AND trial = ?",
+                           [(score_seconds or 0.0, exp_id, key, trial) for key, trial, _, _ in added])
 
     @_guarded
     def end_rescore(self, exp_id: int, config: dict, seconds: float) -> None:
@@ -439,7 +466,7 @@ class ExperimentStore:
         self._release(name)
 
     def _begin_locked(self, db: sqlite3.Connection, name: str, dataset: str, config: dict,
-                      items: Sequence[tuple[str, dict]], overwrite: bool) -> int:
+                      items: Sequence[tuple[str, dict]], overwrite: bool, trials: int = 1) -> int:
         """``begin`` inside its transaction, the lease free for us."""
         now = utc_now()
         self._take_lease(name)
@@ -461,8 +488,9 @@ class ExperimentStore:
             exp_id = int(row["id"])
             db.execute("UPDATE experiments SET status = 'running', updated_at = ?, runs = runs + 1, "
                        "config = ? WHERE id = ?", (now, dumps(config), exp_id))
-        db.executemany("INSERT OR IGNORE INTO experiment_items (experiment_id, item_key, position, status) "
-                       "VALUES (?, ?, ?, 'pending')", [(exp_id, key, pos) for pos, (key, _) in enumerate(items)])
+        db.executemany("INSERT OR IGNORE INTO experiment_items (experiment_id, item_key, trial, position, status) "
+                       "VALUES (?, ?, ?, ?, 'pending')",
+                       [(exp_id, key, trial, pos) for pos, (key, _) in enumerate(items) for trial in range(trials)])
         return exp_id
 
     def _check_resumable(self, name: str, row: sqlite3.Row, dataset: str, config: dict) -> None:
@@ -479,46 +507,47 @@ class ExperimentStore:
 
     @_guarded
     def save_output(self, exp_id: int, key: str, output: dict, trace: list | None,
-                    task_seconds: float | None) -> None:
-        """The task's output for one item (scored next); committed at once."""
+                    task_seconds: float | None, trial: int = 0) -> None:
+        """The task's output for one item's trial (scored next); committed at once."""
         db = self._writable()
         with db:
             self._fence(exp_id)
             db.execute(
                 "UPDATE experiment_items SET status = 'output', output = ?, trace = ?, task_seconds = ?, "
-                "failure_stage = NULL, failure = NULL WHERE experiment_id = ? AND item_key = ?",
-                (dumps(output), dumps(trace) if trace else None, task_seconds, exp_id, key))
+                "failure_stage = NULL, failure = NULL WHERE experiment_id = ? AND item_key = ? AND trial = ?",
+                (dumps(output), dumps(trace) if trace else None, task_seconds, exp_id, key, trial))
 
     @_guarded
     def save_failure(self, exp_id: int, key: str, stage: str, reason: str, trace: list | None = None,
-                     task_seconds: float | None = None) -> None:
-        """An item that produced no output, with the stage and the reason; committed at once."""
+                     task_seconds: float | None = None, trial: int = 0) -> None:
+        """An item's trial that produced no output, with the stage and the reason; committed at once."""
         db = self._writable()
         with db:
             self._fence(exp_id)
             db.execute(
                 "UPDATE experiment_items SET status = 'failed', failure_stage = ?, failure = ?, trace = ?, "
-                "task_seconds = ?, output = NULL, finished_at = ? WHERE experiment_id = ? AND item_key = ?",
-                (storable_text(stage), storable_text(reason), dumps(trace) if trace else None, task_seconds, utc_now(), exp_id, key))
-            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
+                "task_seconds = ?, output = NULL, finished_at = ? WHERE experiment_id = ? AND item_key = ? AND trial = ?",
+                (storable_text(stage), storable_text(reason), dumps(trace) if trace else None, task_seconds, utc_now(),
+                 exp_id, key, trial))
+            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND trial = ?", (exp_id, key, trial))
 
     @_guarded
     def save_scores(self, exp_id: int, key: str, scores: Iterable[StoredScore],
-                    score_seconds: float | None) -> None:
-        """Every score of one item (failed ones with their reason); the item is then finished.
+                    score_seconds: float | None, trial: int = 0) -> None:
+        """Every score of one item's trial (failed ones with their reason); the trial is then finished.
         An infinite value is kept as such, NaN as NULL: neither counts as a value when read."""
-        rows = [(exp_id, key, storable_text(s.name), storable_text(s.metric), None if s.failed else stored_value(s.value),
+        rows = [(exp_id, key, trial, storable_text(s.name), storable_text(s.metric), None if s.failed else stored_value(s.value),
                  int(s.failed), storable_text(s.reason), dumps(s.metadata or {})) for s in scores]
         db = self._writable()
         with db:
             self._fence(exp_id)
-            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ?", (exp_id, key))
+            db.execute("DELETE FROM scores WHERE experiment_id = ? AND item_key = ? AND trial = ?", (exp_id, key, trial))
             db.executemany(
-                "INSERT OR REPLACE INTO scores (experiment_id, item_key, name, metric, value, failed, reason, "
-                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                "INSERT OR REPLACE INTO scores (experiment_id, item_key, trial, name, metric, value, failed, reason, "
+                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute(
                 "UPDATE experiment_items SET status = 'scored', score_seconds = ?, finished_at = ? "
-                "WHERE experiment_id = ? AND item_key = ?", (score_seconds, utc_now(), exp_id, key))
+                "WHERE experiment_id = ? AND item_key = ? AND trial = ?", (score_seconds, utc_now(), exp_id, key, trial))
 
     @_guarded
     def save_experiment_scores(self, exp_id: int, scores: Iterable[StoredScore], keep_others: bool = False) -> None:
@@ -617,11 +646,13 @@ class ExperimentStore:
 
     @_guarded
     def items(self, exp_id: int, statuses: Sequence[str] | None = None) -> list[StoredItem]:
-        """An experiment's items in dataset order (optionally only some statuses), with scores."""
+        """An experiment's item trials in dataset order, each item's trials in order (optionally only
+        some statuses), with scores."""
         if self._empty:
             return []
         db = self._conn
-        sql = ("SELECT ei.*, di.content FROM experiment_items ei JOIN experiments e ON e.id = ei.experiment_id "
+        trial = "ei.trial" if self._trial_rows else "0"
+        sql = (f"SELECT ei.*, {trial} AS run_trial, di.content FROM experiment_items ei JOIN experiments e ON e.id = ei.experiment_id "
                "JOIN dataset_items di ON di.dataset = e.dataset AND di.item_key = ei.item_key "
                "WHERE ei.experiment_id = ?")
         args: list[Any] = [exp_id]
@@ -631,13 +662,15 @@ class ExperimentStore:
         items = [StoredItem(key=r["item_key"], position=r["position"], input=loads(r["content"]),
                             status=r["status"], output=loads(r["output"]), failure_stage=r["failure_stage"],
                             failure=r["failure"], trace=loads(r["trace"]), task_seconds=r["task_seconds"],
-                            score_seconds=r["score_seconds"], finished_at=r["finished_at"])
-                 for r in db.execute(sql + " ORDER BY ei.position", args)]
-        by_key = {item.key: item for item in items}
-        for r in db.execute("SELECT * FROM scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,)):
-            if r["item_key"] in by_key:
+                            score_seconds=r["score_seconds"], finished_at=r["finished_at"], trial=r["run_trial"])
+                 for r in db.execute(sql + " ORDER BY ei.position, run_trial", args)]
+        by_key = {(item.key, item.trial): item for item in items}
+        trial = "trial" if self._trial_rows else "0"
+        for r in db.execute(f"SELECT *, {trial} AS run_trial FROM scores WHERE experiment_id = ? ORDER BY rowid",
+                            (exp_id,)):
+            if (r["item_key"], r["run_trial"]) in by_key:
                 value, non_finite = read_value(r["value"], bool(r["failed"]))
-                by_key[r["item_key"]].scores[r["name"]] = StoredScore(
+                by_key[(r["item_key"], r["run_trial"])].scores[r["name"]] = StoredScore(
                     r["name"], r["metric"], value, bool(r["failed"]), r["reason"], loads(r["metadata"]),
                     non_finite)
         return items
@@ -670,19 +703,25 @@ class ExperimentStore:
         exp_id = row["id"]
         counts = dict(db.execute("SELECT status, COUNT(*) FROM experiment_items WHERE experiment_id = ? "
                                  "GROUP BY status", (exp_id,)).fetchall())
+        trial = "trial" if self._trial_rows else "0"
+        items, trials = db.execute(f"SELECT COUNT(DISTINCT item_key), MAX({trial}) + 1 FROM experiment_items "
+                                   "WHERE experiment_id = ?", (exp_id,)).fetchone()
+        same_trial = " AND ei.trial = s.trial" if self._trial_rows else ""
+        # each item's mean over its trials, then the mean over items (with one trial: the plain mean)
         means = {r[0]: r[1] for r in db.execute(
-            "SELECT s.name, AVG(s.value) FROM scores s JOIN experiment_items ei ON ei.experiment_id = "
-            "s.experiment_id AND ei.item_key = s.item_key WHERE s.experiment_id = ? AND s.failed = 0 AND "
+            "SELECT name, AVG(item_mean) FROM (SELECT s.name AS name, AVG(s.value) AS item_mean, MIN(s.rowid) AS "
+            "first FROM scores s JOIN experiment_items ei ON ei.experiment_id = s.experiment_id AND ei.item_key = "
+            f"s.item_key{same_trial} WHERE s.experiment_id = ? AND s.failed = 0 AND "
             "s.value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308 AND ei.status = 'scored' "
-            "GROUP BY s.name ORDER BY MIN(s.rowid)", (exp_id,))}
+            "GROUP BY s.name, s.item_key) GROUP BY name ORDER BY MIN(first)", (exp_id,))}
         corpus = {r[0]: r[1] for r in db.execute(
             "SELECT name, value FROM experiment_scores WHERE experiment_id = ? ORDER BY rowid", (exp_id,))}
         return ExperimentInfo(
             id=exp_id, name=row["name"], dataset=row["dataset"], config=loads(row["config"]),
             status=row["status"], created_at=row["created_at"], updated_at=row["updated_at"],
             seconds=row["seconds"], runs=row["runs"], pushed_at=row["pushed_at"], pushed_to=row["pushed_to"],
-            items=sum(counts.values()), failed_items=counts.get("failed", 0),
-            scored_items=counts.get("scored", 0), scores=means, experiment_scores=corpus)
+            items=int(items), failed_items=counts.get("failed", 0), scored_items=counts.get("scored", 0),
+            scores=means, experiment_scores=corpus, trials=int(trials or 1))
 
     @_guarded
     def experiment_score_rows(self, exp_id: int) -> list[StoredScore]:

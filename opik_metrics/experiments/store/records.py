@@ -84,9 +84,16 @@ class StoredScore:
     non_finite: str | None = None    # "inf", "-inf" or "nan": the metric gave no finite number (value None)
 
 
+def trial_key(key: str, trial: int) -> str:
+    """One trial of an item as one key (a push notes each trial's trace under it): the item key for
+    the first trial, ``KEY#TRIAL`` for the others (item keys are hex digests, with ``-N`` for repeats)."""
+    return key if not trial else f"{key}#{trial}"
+
+
 @dataclass
 class StoredItem:
-    """One dataset item's state in an experiment."""
+    """One trial of one dataset item in an experiment (``trial`` 0, 1, ... as Opik numbers them;
+    one trial per item unless the run had ``trial_count``); its trials share ``key`` and ``position``."""
 
     key: str
     position: int
@@ -100,11 +107,19 @@ class StoredItem:
     score_seconds: float | None = None
     finished_at: str | None = None
     scores: dict[str, StoredScore] = field(default_factory=dict)
+    trial: int = 0
+
+    @property
+    def trial_key(self) -> str:
+        return trial_key(self.key, self.trial)
 
 
 @dataclass
 class ExperimentInfo:
-    """An experiment's header: config, counts, mean scores and experiment-level scores."""
+    """An experiment's header: config, counts, mean scores and experiment-level scores. ``items``
+    counts dataset items, ``trials`` the runs of each (``trial_count``); ``scored_items`` and
+    ``failed_items`` count trials (with one trial per item, items); ``scores`` are means over items
+    of each item's mean over its trials, as Opik's summary and the comparison count them."""
 
     id: int
     name: str
@@ -122,13 +137,16 @@ class ExperimentInfo:
     scored_items: int = 0
     scores: dict[str, float] = field(default_factory=dict)
     experiment_scores: dict[str, float | None] = field(default_factory=dict)
+    trials: int = 1
 
     def listing(self) -> dict[str, Any]:
-        """The ``experiments list --format json`` entry; ``scores`` holds item means and corpus scores."""
+        """The ``experiments list --format json`` entry; ``scores`` holds item means and corpus scores;
+        ``trials`` only when items ran several times."""
         corpus = {k: v for k, v in self.experiment_scores.items() if v is not None}
         return {"name": self.name, "items": self.items, "failed_items": self.failed_items,
                 "created_at": self.created_at, "config": self.config,
-                "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset}
+                "scores": {**self.scores, **corpus}, "status": self.status, "dataset": self.dataset,
+                **({"trials": self.trials} if self.trials > 1 else {})}
 
 
 @dataclass
@@ -139,7 +157,7 @@ class PushRecord:
     remote_id: str
     started_at: str
     complete_at: str | None = None
-    traces: dict[str, str] = field(default_factory=dict)      # item key -> trace id
+    traces: dict[str, str] = field(default_factory=dict)      # trial key (``trial_key``) -> trace id
 
 
 # ---- the lease holder's identity -------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2          # 2: experiment items and scores keyed by trial too (1: one run per item)
 APPLICATION = "opik-metrics"
 META_TABLE = "opik_metrics_store"
 
@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS experiments (
 CREATE TABLE IF NOT EXISTS experiment_items (
     experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
     item_key      TEXT NOT NULL,
+    trial         INTEGER NOT NULL DEFAULT 0,   -- the run of the item (opik.evaluate's trial_id: 0, 1, ...)
     position      INTEGER NOT NULL,
     status        TEXT NOT NULL,            -- pending | output | scored | failed
     output        TEXT,                     -- JSON: the task output
@@ -44,18 +45,19 @@ CREATE TABLE IF NOT EXISTS experiment_items (
     task_seconds  REAL,
     score_seconds REAL,
     finished_at   TEXT,
-    PRIMARY KEY (experiment_id, item_key)
+    PRIMARY KEY (experiment_id, item_key, trial)
 );
 CREATE TABLE IF NOT EXISTS scores (
     experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
     item_key      TEXT NOT NULL,
+    trial         INTEGER NOT NULL DEFAULT 0,
     name          TEXT NOT NULL,
     metric        TEXT NOT NULL,
     value         REAL,                     -- NULL when scoring failed
     failed        INTEGER NOT NULL DEFAULT 0,
     reason        TEXT,
     metadata      TEXT,                     -- JSON, with the signature
-    PRIMARY KEY (experiment_id, item_key, name)
+    PRIMARY KEY (experiment_id, item_key, trial, name)
 );
 CREATE TABLE IF NOT EXISTS experiment_scores (
     experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
@@ -95,8 +97,8 @@ CREATE TABLE IF NOT EXISTS pushes (
 CREATE TABLE IF NOT EXISTS pushed_traces (
     experiment_id INTEGER NOT NULL,
     target        TEXT NOT NULL,
-    item_key      TEXT NOT NULL,
-    trace_id      TEXT NOT NULL,            -- the item's trace on that server; its span ids derive from it
+    item_key      TEXT NOT NULL,            -- records.trial_key: the item key, with '#TRIAL' for trials after the first
+    trace_id      TEXT NOT NULL,            -- the trial's trace on that server; its span ids derive from it
     PRIMARY KEY (experiment_id, target, item_key),
     FOREIGN KEY (experiment_id, target) REFERENCES pushes(experiment_id, target) ON DELETE CASCADE
 );
@@ -104,6 +106,10 @@ CREATE TABLE IF NOT EXISTS pushed_traces (
 SCHEMA += PUSH_SCHEMA
 CORE_TABLES = ("datasets", "dataset_items", "experiments", "experiment_items", "scores", "experiment_scores")
 ADDED_TABLES = ("pushes", "pushed_traces")
+#: The tables schema version 2 keys by trial; a version-1 store lacks their ``trial`` column: it reads
+#: as trial 0 of each item, and its first writer rebuilds them with the column (``trial_migration``).
+TRIAL_TABLES = ("experiment_items", "scores")
+TRIAL_COLUMN = "trial"
 
 
 @functools.lru_cache(maxsize=1)
@@ -116,3 +122,24 @@ def expected_columns() -> dict[str, frozenset[str]]:
         return {t: frozenset(r[1] for r in db.execute(f'PRAGMA table_info("{t}")')) for t in tables}
     finally:
         db.close()
+
+
+def trial_migration(columns: dict[str, frozenset[str]]) -> list[str]:
+    """The SQL that rebuilds a version-1 store's ``TRIAL_TABLES`` (``columns``: their columns now)
+    with the ``trial`` column, every row trial 0: statements to run in one transaction."""
+    definitions = {t: _definition(t) for t in TRIAL_TABLES}
+    script: list[str] = []
+    for table in TRIAL_TABLES:
+        if TRIAL_COLUMN in columns[table]:
+            continue
+        kept = ", ".join(sorted((expected_columns()[table] - {TRIAL_COLUMN}) & columns[table]))
+        script += [f"ALTER TABLE {table} RENAME TO {table}_v1", definitions[table],
+                   f"INSERT INTO {table} ({kept}, {TRIAL_COLUMN}) SELECT {kept}, 0 FROM {table}_v1",
+                   f"DROP TABLE {table}_v1"]
+    return script
+
+
+def _definition(table: str) -> str:
+    start = SCHEMA.index(f"CREATE TABLE IF NOT EXISTS {table} (")
+    return SCHEMA[start:SCHEMA.index(");", start) + 1]
+
