@@ -248,3 +248,23 @@ def test_compare_of_stored_experiments_with_trials_merges_by_item_and_reports_tr
     assert main(["compare", "good", "poor", "--store", str(path), "--output", str(tmp_path / "gate"),
                  "--resamples", "200", "--fail-on", "worse"]) == 1                # the CI gate: poor is worse
     assert "gate failed: bleu is significantly worse" in capsys.readouterr().out
+
+
+def test_the_journal_of_a_server_run_keeps_every_trial(tmp_path, server):
+    path = tmp_path / "journal.sqlite"
+    summary = evaluate(ITEMS, Captioner(0.4), [BLEU()], experiment_name="served", trial_count=3, store=path,
+                       backend="opik", verbose=0)
+    assert summary.missing is None and (summary.items, summary.trials) == (6, 3)
+    db = sqlite3.connect(path)
+    try:
+        (target,) = [r[0] for r in db.execute("SELECT target FROM pushes")]
+    finally:
+        db.close()
+    with ExperimentStore(path) as store:
+        info = store.info("served")
+        rows = store.items(info.id)
+        record = store.push_record(info.id, target)
+    assert info.pushed_at is not None and (info.items, info.trials, info.scored_items) == (6, 3, 18)
+    assert [r.trial for r in rows] == [0, 1, 2] * 6 and all("bleu" in r.scores for r in rows)
+    assert sorted(record.traces.values()) == sorted(i["trace_id"] for i in next(iter(
+        server.experiment_items.values())))                              # each trial's trace, as a push notes it
