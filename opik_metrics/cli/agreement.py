@@ -31,7 +31,8 @@ def cmd_meta(args: argparse.Namespace) -> int:
                             methods=tuple(dict.fromkeys(args.method)) if args.method else METHODS,
                             resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                             compare_metrics=args.compare_metrics, permutations=args.permutations,
-                            labels=True if args.labels else None, thresholds=_thresholds(args.threshold))
+                            labels=True if args.labels else None, thresholds=_thresholds(args.threshold),
+                            raters=args.raters, group_by=args.group_by, ratings_file=args.ratings)
     settings.check()
     if args.group_by and "system" in settings.levels:
         raise ValueError("--level system needs systems (several experiments); the outputs --group-by collects "

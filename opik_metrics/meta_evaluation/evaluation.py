@@ -18,6 +18,8 @@ from opik_metrics.compare.statistics.correlation import METHODS
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS, LabelAgreement, is_labels, label_agreement, majority_labels
 from opik_metrics.meta_evaluation.levels.by_level import LEVELS, LevelValue, level_values
+from opik_metrics.meta_evaluation.levels.rater_pairs import pair_level_values
+from opik_metrics.meta_evaluation.metric_agreement import RATERS
 from opik_metrics.meta_evaluation.metric_tests import PairTest, compare_pairs, significance_groups
 from opik_metrics.meta_evaluation.raters import ALPHA_METRICS, krippendorff_alpha, rest_mean
 from opik_metrics.meta_evaluation.table import RatedTable
@@ -39,6 +41,10 @@ class MetaSettings:
     correction: str = "holm"
     labels: bool | None = None                 # None: read ratings as labels when they look like them
     thresholds: tuple[tuple[str, float], ...] = ()     # (metric, threshold) for label agreement
+    raters: str = "mean"                       # a cell's ratings: their mean, or each a pair (rater_pairs)
+    # how the rated table was read, recorded with the numbers it gives (meta_evaluate reads the table)
+    group_by: str | None = None
+    ratings_file: str | None = None
 
     def check(self) -> None:
         bad = [x for x in self.levels if x not in LEVELS]
@@ -57,6 +63,12 @@ class MetaSettings:
             raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
         if self.correction not in CORRECTIONS:
             raise ValueError(f"correction: choose from {', '.join(CORRECTIONS)}, got {self.correction!r}")
+        if self.raters not in RATERS:
+            raise ValueError(f"raters: expected mean or pairs, got {self.raters!r}")
+        if self.raters == "pairs" and self.compare_metrics:
+            raise ValueError("--compare-metrics with --raters pairs: PERM-BOTH swaps the two metrics' scores of a "
+                             "cell, and a cell's pairs share its scores, so the test is the one on the cells' mean "
+                             "ratings; run it with --raters mean")
 
 
 @dataclass
@@ -173,11 +185,19 @@ def meta_evaluate(table: RatedTable, settings: MetaSettings | None = None, *, pr
     correlations = {}
     for metric in table.scores:
         x = table.oriented(metric)
-        correlations[metric] = {level: level_values(level, x, h, methods, settings.resamples, settings.seed,
-                                                    settings.confidence, bar) for level in settings.levels}
+        if settings.raters == "pairs":
+            correlations[metric] = {level: pair_level_values(level, x, table.ratings, methods, settings.resamples,
+                                                             settings.seed, settings.confidence, bar)
+                                    for level in settings.levels}
+        else:
+            correlations[metric] = {level: level_values(level, x, h, methods, settings.resamples, settings.seed,
+                                                        settings.confidence, bar) for level in settings.levels}
     result = MetaEvaluation(human=table.human, source=table.source, systems=list(table.systems),
                             raters=list(table.raters), n_items=len(table.items), settings=settings,
                             correlations=correlations, oriented=sorted(table.lower_is_better & set(table.scores)))
+    if settings.raters == "pairs":
+        result.notes.append("raters=pairs: each rating of a cell is a pair of its own with the cell's score (at "
+                            "system level a system's mean is over its pairs); an item's pairs are resampled together")
     if n_raters >= 2:
         units = table.ratings.reshape(-1, n_raters)
         result.alpha = {m: _none_if_nan(krippendorff_alpha(units, m)) for m in ALPHA_METRICS}

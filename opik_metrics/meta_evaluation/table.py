@@ -56,6 +56,9 @@ def _cells(records: Sequence[ExperimentRecords], group_by: str | None
     systems: dict[str, None] = {}
     if group_by is None:
         for experiment in records:
+            if experiment.name in systems:       # one system counted once would hide that it was given twice
+                raise ValueError(f"{experiment.name} is given twice: each experiment is one system; name each "
+                                 "system once")
             systems[experiment.name] = None
             for item in merge_trials(experiment).items:
                 items[item.key] = None

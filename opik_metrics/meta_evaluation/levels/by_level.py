@@ -129,11 +129,14 @@ def _agreeing_pairs(mx: np.ndarray, mh: np.ndarray, w: np.ndarray) -> tuple[floa
 
 
 def _system(x: np.ndarray, h: np.ndarray, methods: Sequence[str], resamples: int, seed: int,
-            confidence: float, bar: Any) -> dict[str, LevelValue]:
+            confidence: float, bar: Any, units: np.ndarray | None = None) -> dict[str, LevelValue]:
+    """System level; ``units`` (one per row) names the item each row belongs to, when an item has
+    several rows (``rater_pairs``): rows of one item are resampled together."""
     present = np.isfinite(x) & np.isfinite(h)
     rows = np.flatnonzero(present.any(axis=1))
     cols = np.flatnonzero(present[rows].any(axis=0))
-    n_items, n_sys = int(rows.size), int(cols.size)
+    unit = np.arange(rows.size) if units is None else np.unique(np.asarray(units)[rows], return_inverse=True)[1]
+    n_items, n_sys = int(unit.max(initial=-1)) + 1, int(cols.size)
     asked = [*methods, "pairwise_accuracy"]
     if n_sys < 2:
         return {m: LevelValue("system", m, None, n_items=n_items, n_systems=n_sys,
@@ -149,9 +152,9 @@ def _system(x: np.ndarray, h: np.ndarray, methods: Sequence[str], resamples: int
     idx = resample_indices(n_items, resamples, seed)
     sys_idx = resample_indices(n_sys, resamples, seed + 1)
     values = {m: np.full(resamples, np.nan) for m in asked}
-    step = max(1, _BLOCK // max(n_items, 1))
+    step = max(1, _BLOCK // max(rows.size, 1))
     for start in range(0, resamples, step):
-        c = _counts(idx[start:start + step], n_items).astype(np.float64)
+        c = _counts(idx[start:start + step], n_items)[:, unit].astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             rx, rh = (c @ xv) / (c @ p), (c @ hv) / (c @ p)
         ws = _counts(sys_idx[start:start + c.shape[0]], n_sys)
@@ -175,13 +178,18 @@ _BY_LEVEL = {"pooled": _pooled, "item": _item, "system": _system}
 
 
 def level_values(level: str, x: object, h: object, methods: Sequence[str], resamples: int, seed: int,
-                 confidence: float, bar: Any) -> dict[str, LevelValue]:
+                 confidence: float, bar: Any, units: np.ndarray | None = None) -> dict[str, LevelValue]:
     """The correlations ``methods`` of metric ``x`` with human ``h`` (both (items, systems), NaN where
     missing) at ``level``, with intervals; at system level also ``pairwise_accuracy``. ``bar``: a
-    tqdm-like object told how many resamples are done."""
+    tqdm-like object told how many resamples are done. ``units`` (system level only): the item of
+    each row, when rows are (item, rater) pairs resampled by item."""
     if level not in LEVELS:
         raise ValueError(f"level: choose from {', '.join(LEVELS)}, got {level!r}")
     xs, hs = np.asarray(x, dtype=np.float64), np.asarray(h, dtype=np.float64)
     if xs.ndim != 2 or xs.shape != hs.shape:
         raise ValueError(f"x and h must be 2-D of one shape (items, systems), got {xs.shape} and {hs.shape}")
+    if units is not None:
+        if level != "system":
+            raise ValueError(f"units: rows resampled by item are for the system level, not {level!r}")
+        return _system(xs, hs, methods, resamples, seed, confidence, bar, units)
     return _BY_LEVEL[level](xs, hs, methods, resamples, seed, confidence, bar)
