@@ -4,7 +4,10 @@ so that Opik's real SDK (``OPIK_URL_OVERRIDE``) runs over HTTP against it.
 Every request body is checked against the SDK's own REST models (``opik.rest_api``): a field the
 model does not know, or a value it refuses, is answered 422 and recorded in ``invalid``; a path it
 does not serve is answered 404 and recorded in ``unexpected``. What is written is kept, so a test
-reads it back through the SDK. ``fail_next(method, pattern, status)`` makes requests fail.
+reads it back through the SDK. ``fail_next(method, pattern, status)`` makes requests fail;
+``ignore_cursor`` makes trace and span searches ignore their cursor (``id <`` filters and
+``last_retrieved_id``: every page is the first), ``stored_offset`` adds a number to every feedback
+score value kept (a server that keeps another value than the one sent, the reason unchanged).
 Experiments are seeded from the local store, shaped as ``opik.evaluate`` leaves them on a server:
 a dataset item per distinct input, an experiment item per item with its feedback scores, and one
 span per metric whose output holds the ScoreResults (metadata included).
@@ -141,6 +144,8 @@ class OpikRestServer:
         self.invalid: list[str] = []
         self.unexpected: list[str] = []
         self._failures: list[tuple[str, re.Pattern, int]] = []
+        self.ignore_cursor = False                              # searches serve the first page every time
+        self.stored_offset = 0.0                                # added to every feedback score value kept
         self.project(rules.DEFAULT_PROJECT, _DEFAULT_PROJECT_ID)
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
@@ -560,6 +565,8 @@ class OpikRestServer:
             self.project(score.get("project_name") or rules.DEFAULT_PROJECT)
             kept = {k: v for k, v in score.items() if v is not None and k not in ("id", "project_name", "project_id")}
             kept["last_updated_at"] = now
+            if self.stored_offset and isinstance(kept.get("value"), (int, float)):
+                kept["value"] = kept["value"] + self.stored_offset
             by_author = self.authored.setdefault((entity, score["id"]), {}).setdefault(score["name"], {})
             by_author[author] = kept
             self.feedback_scores.setdefault((entity, score["id"]), {})[score["name"]] = rules.folded_score(by_author)
@@ -631,6 +638,9 @@ class OpikRestServer:
                   limit: int) -> list[dict]:
         """A search stream's page (``rules.search_page``): below the cursor, rows that are ``wanted``
         (the project's) and pass ``filters``, at most ``limit``."""
+        if self.ignore_cursor:
+            last = None
+            filters = [f for f in filters if not (f.get("field") == "id" and f.get("operator") == "<")]
         start = 0
         if last is not None:                 # the first row whose id is below the cursor
             lo, hi = 0, len(newest_first)

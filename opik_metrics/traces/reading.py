@@ -1,7 +1,9 @@
 """Pages of what a project holds, read through the SDK's search (``search_traces`` /
 ``search_spans``) with Opik's filter language: each page is the next ``page_size`` entities below
 the last id read (the backend streams newest first and pages on ``id < last``), so memory holds one
-page whatever the project's size, and a page read twice is the same page. Threads come in one read
+page whatever the project's size, and a page read twice is the same page. Every page must lie
+below the cursor, and a run reads at most ``MAX_PAGES`` pages: a server that ignores the cursor
+(the same page again) or pages without end is a clear error, never a loop. Threads come in one read
 (``search_threads`` has no cursor a caller can give, and a thread's id is the user's own text, not
 in the stream's order): memory then holds every selected thread."""
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Iterator
 ENTITIES = ("traces", "spans", "threads")
 THREADS_AT_MOST = 10_000_000      # search_threads reads them all, in the SDK's own pages
 PAGE_SIZE = 1000        # the backend streams at most 2,000 a request (TraceSearchStreamRequest)
+MAX_PAGES = 1_000_000   # pages one read goes through at most (a billion traces at 1,000 a page)
 
 
 @dataclass(frozen=True)
@@ -81,12 +84,30 @@ def read_page(client: Any, selection: Selection, below: str | None, size: int,
 
 
 def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None,
-          exclude: tuple[str, ...] | None = None) -> Iterator[list[Any]]:
-    """Every page of the selection, newest first, until one comes back short."""
-    while True:
+          exclude: tuple[str, ...] | None = None, max_pages: int = MAX_PAGES) -> Iterator[list[Any]]:
+    """Every page of the selection, newest first, until one comes back short. An OpikServerError
+    when a page holds an id at or above the cursor (the server did not page) or after ``max_pages``."""
+    for number in range(1, max_pages + 1):
         page = read_page(client, selection, below, size, exclude)
+        if below is not None and any(e.id >= below for e in page):
+            raise _paging_error(client, selection, number, f"it answered with {selection.entity} at or above the "
+                                f'cursor (id < "{below}"), so it does not page; check that the server\'s version '
+                                "matches the opik package")
         if page:
             yield page
         if len(page) < size or selection.entity == "threads":
             return
         below = page[-1].id
+    raise _paging_error(client, selection, max_pages, f"that is the cap ({max_pages:,} pages of {size:,}); narrow "
+                        "the selection (--since, --until, --filter) or read larger pages (--page-size)")
+
+
+def _paging_error(client: Any, selection: Selection, number: int, why: str) -> Exception:
+    """The one-line OpikServerError of a read stopped at page ``number`` (opik_server loads only here:
+    the command line reads its dates through this module before anything heavy)."""
+    from opik_metrics.experiments.opik_server import OpikServerError, client_url
+
+    url = client_url(client)
+    where = f"Opik server at {url}" if url else "the Opik server"
+    return OpikServerError(f"stopped reading project {selection.project_name!r}'s {selection.entity} from the {where} "
+                           f"at page {number:,}: {why}; the scores sent before it stay on the server", url)

@@ -23,7 +23,8 @@ from tqdm.auto import tqdm
 from opik_metrics.core import facts_of
 from opik_metrics.core.table import one_line
 from opik_metrics.experiments.contexts import fit_corpus_contexts
-from opik_metrics.experiments.opik_server import PUSH_ADVICE, choose_backend, client_url, server_errors
+from opik_metrics.experiments.opik_server import (PUSH_ADVICE, OpikServerError, choose_backend, client_url,
+                                                 server_errors)
 from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
 from opik_metrics.traces.fields import TraceFields, Unreadable
@@ -382,14 +383,18 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     top: str | None = None          # the cursor above the block being written (None: the newest)
     below: str | None = None
     with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
-        for page in pages(client, selection, page_size):
-            groups = run.page(page)
-            report.sent_scores += _send(client, entity, groups, project_name)
-            bar.update(len(page))
-            below = page[-1].id
-            if len(run.pending) >= READBACK_BLOCK:
-                _check(client, run, top, page_size)
-                top = below
+        try:
+            for page in pages(client, selection, page_size):
+                groups = run.page(page)
+                report.sent_scores += _send(client, entity, groups, project_name)
+                bar.update(len(page))
+                below = page[-1].id
+                if len(run.pending) >= READBACK_BLOCK:
+                    _check(client, run, top, page_size)
+                    top = below
+        except OpikServerError:         # a read stopped (a server that does not page): what was sent goes out
+            client.flush(timeout=int(READBACK_SECONDS) + 10)
+            raise
         _check(client, run, top, page_size)
     bar.close()
     report.values = dict(run.values)
