@@ -33,32 +33,39 @@ def _summary_rows(report: Any) -> list[list[Any]]:
 def cmd_score(args: argparse.Namespace) -> int:
     from opik_metrics.streams.fields import FieldError
     from opik_metrics.traces.fields import TraceFields
-    from opik_metrics.traces.reading import iso_time
+    from opik_metrics.traces.reading import check_window, iso_time
 
     try:
         fields = TraceFields.parse(args.field)
     except FieldError as exc:
         raise CLIError(str(exc)) from None
     window = _window(args.compare_window) if args.compare_window else None
-    for what, value in (("since", args.since), ("until", args.until), *zip(("window start", "window end"), window or ())):
+    for what, value in (("--since", args.since), ("--until", args.until),
+                        *zip(("--compare-window start", "--compare-window end"), window or ())):
         if value is not None:
             iso_time(value, what)
+    check_window(args.since, args.until)
+    if window is not None:
+        check_window(*window, f"--compare-window {args.compare_window}")
     if not 1 <= args.page_size <= 2000:
         raise CLIError(f"--page-size {args.page_size}: give 1 to 2000 (the server streams at most 2,000 a page)")
     if args.spans and args.threads:
         raise CLIError("give --spans or --threads, not both")
+    from opik_metrics.traces.connection import connect
+
+    client = connect(args.project)            # the server and the project first: before any model loads
     metrics = build_metrics(args.metric, args, None, SOURCE, track=False)
     from opik_metrics.traces.scoring import score_traces
     from opik_metrics.traces.summary import compare_windows
 
     entity = "spans" if args.spans else "threads" if args.threads else "traces"
     common: dict[str, Any] = dict(fields=fields, entity=entity, replace=args.replace, page_size=args.page_size,
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, client=client)
     report = score_traces(args.project, metrics, filter_string=args.filter, since=args.since, until=args.until, **common)
     compared = []
     if window is not None:
         earlier = score_traces(args.project, metrics, filter_string=args.filter, since=window[0], until=window[1],
-                               client=None, **common)
+                               **common)
         compared = [compare_windows(name, earlier.values[name], report.values[name])
                     for name in report.values if len(report.values[name]) and len(earlier.values.get(name, ()))]
     if args.format == "json":

@@ -37,6 +37,7 @@ class Selection:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, iso_time(value, name))
+        check_window(self.since, self.until, "since / until")
 
     def filter(self, below: str | None = None) -> str | None:
         """The filter string of a page: the user's, the time window, and ``id < below``."""
@@ -62,7 +63,20 @@ def iso_time(value: Any, what: str) -> str:
                              f"2026-11-01T12:00:00Z, got {value!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        moment = moment.astimezone(timezone.utc)
+    except OverflowError:           # 0001-01-01T00:00+05:00 is before year 1 in UTC
+        raise ValueError(f"{what}: {value!r} is outside the years 1 to 9999 in UTC") from None
+    # isoformat pads the year to 4 digits (strftime's %Y does not on every platform: "1-01-01")
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def check_window(since: str | None, until: str | None, what: str = "--since / --until") -> None:
+    """A ValueError unless ``since`` comes before ``until`` (each ``iso_time``'s text): an empty or
+    reversed window would select nothing and say nothing."""
+    if since is not None and until is not None and iso_time(since, "since") >= iso_time(until, "until"):
+        raise ValueError(f"{what}: the start {since!r} is not before the end {until!r}: that window selects "
+                         "nothing (give the earlier date first)")
 
 
 #: What a read of feedback scores alone leaves out (the search's ``exclude``): the heavy fields.

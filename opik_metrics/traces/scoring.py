@@ -23,10 +23,10 @@ from tqdm.auto import tqdm
 from opik_metrics.core import facts_of
 from opik_metrics.core.table import one_line
 from opik_metrics.experiments.contexts import fit_corpus_contexts
-from opik_metrics.experiments.opik_server import (PUSH_ADVICE, OpikServerError, choose_backend, client_url,
-                                                 server_errors)
+from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors
 from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
+from opik_metrics.traces.connection import check_project, connect
 from opik_metrics.traces.fields import TraceFields, Unreadable
 from opik_metrics.traces.marks import marked, scored_by, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
@@ -343,14 +343,6 @@ def _references(client: Any, selection: Selection, fields: TraceFields, page_siz
     return references
 
 
-def opik_client(project_name: str) -> Any:
-    """The configured Opik server's client, after checking it answers (one line when it does not)."""
-    backend = choose_backend("opik", local_advice=PUSH_ADVICE)
-    import opik
-    with server_errors(backend.url, "connecting the Opik client"):
-        return opik.Opik(project_name=project_name)
-
-
 def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: str | None = None,
                  since: Any = None, until: Any = None, fields: TraceFields | Sequence[str] | None = None,
                  entity: str = "traces", replace: bool = False, client: Any = None, page_size: int = PAGE_SIZE,
@@ -372,7 +364,9 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     selection = Selection(project_name, entity, filter_string, since, until)
     trace_fields = fields if isinstance(fields, TraceFields) else TraceFields.parse(fields)
     if client is None:
-        client = opik_client(project_name)
+        client = connect(project_name)
+    else:
+        check_project(client, project_name)
     url = client_url(client)
     if any(getattr(m, "corpus_pending", False) for m in metrics):
         with server_errors(url, f"reading the references of project {project_name!r}'s {entity}"):

@@ -59,6 +59,7 @@ def test_help_imports_nothing_heavy(command):
     ["score", "--metric", "no-such-metric", "-p", "a.txt", "-r", "b.txt"],
     ["traces", "score", "--project", "p", "-m", "bleu", "--field", "output=caption"],
     ["traces", "score", "--project", "p", "-m", "bleu", "--since", "last tuesday"],
+    ["traces", "score", "--project", "p", "-m", "bleu", "--since", "2026-11-09", "--until", "2026-11-02"],
 ])
 def test_usage_errors_import_nothing_heavy(args):
     result = _run("opik_metrics.cli.main", args)

@@ -59,6 +59,7 @@ def test_a_field_path_outside_a_trace_is_refused(capsys):
 
 
 def test_a_filter_or_date_that_cannot_be_read_is_one_line(server, capsys):
+    server.project(PROJECT)
     code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--filter", "tags resembles x",
                  "--no-progress"])
     err = capsys.readouterr().err
