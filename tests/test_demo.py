@@ -43,3 +43,14 @@ def test_the_publish_preview_says_what_its_names_mean():
     assert "verdict: +1 better, 0 no significant difference, -1 worse" in legend
     assert "plain diff" not in publication_legend({"experiments": {"sys": {"experiment_scores": {
         "bleu.diff_x100 vs base": 3.1}}}}, "base")
+
+
+def test_the_staged_failure_says_it_is_staged(tmp_path):
+    """Issue 56: "1 failed" alone reads as a fault of the pack; the demo says the file stages it."""
+    from examples.demo.run import stored_line
+
+    line = stored_line("demo-system-b", 40, 1, EXAMPLES / SYSTEMS["demo-system-b"], tmp_path / "s.sqlite")
+    assert line.startswith(f"demo-system-b: 40 items, 1 failed, stored in {tmp_path / 's.sqlite'}\n")
+    assert "staged on purpose: line 12 of examples/demo/system_b.txt is marked '!error:'" in line
+    clean = stored_line("demo-system-a", 40, 0, EXAMPLES / SYSTEMS["demo-system-a"], tmp_path / "s.sqlite")
+    assert clean == f"demo-system-a: 40 items, 0 failed, stored in {tmp_path / 's.sqlite'}"

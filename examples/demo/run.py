@@ -56,6 +56,22 @@ def system_task(path: Path, n_items: int) -> Callable[[dict], dict]:
     return task
 
 
+def staged_failures(path: Path) -> list[int]:
+    """The line numbers (from 1) that a system file marks as failures on purpose."""
+    return [k + 1 for k, line in enumerate(read_lines(path)) if line.startswith(FAILURE_MARK)]
+
+
+def stored_line(name: str, items: int, failed: int, path: Path, store: Path) -> str:
+    """What the demo prints for a stored experiment; a failure the file stages says it is staged."""
+    line = f"{name}: {items} items, {failed} failed, stored in {store}"
+    staged = staged_failures(path)
+    if failed and staged:
+        where = ", ".join(str(k) for k in staged)
+        line += (f"\n  (the failure is staged on purpose: line {where} of examples/demo/{path.name} is marked "
+                 f"{FAILURE_MARK!r}, to show how a failed item is kept, counted and left out of the paired tests)")
+    return line
+
+
 def demo_metrics(references: list[str]) -> list[Any]:
     """The captioning metrics, on packaged models (no network); CIDEr-D's document frequencies
     come from every reference of the dataset. (Distillation KL has its own pipeline:
@@ -87,7 +103,7 @@ def run_demo(out: Path, progress: bool = True) -> Path:
             summary = run_experiment(name, items, system_task(EXAMPLES / file, len(items)), metrics,
                                      dataset_name=DATASET, store=store, overwrite=True, progress=progress,
                                      config={"model": f"examples/demo/{file}", "system": file})
-            print(f"{name}: {summary.items} items, {summary.failed_items} failed, stored in {store.path}")
+            print(stored_line(name, summary.items, summary.failed_items, EXAMPLES / file, store.path))
         experiments = load_experiments(list(SYSTEMS), store=store)
     comparison = compare_experiments(experiments, CompareSettings(), source=f"local store {out / 'experiments.sqlite'}")
     files = write_report(comparison, out / "report")
