@@ -28,7 +28,7 @@ from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
 from opik_metrics.traces.connection import check_project, connect
 from opik_metrics.traces.fields import TraceFields, Unreadable
-from opik_metrics.traces.marks import marked, scored_by, signature_of
+from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
 
@@ -48,6 +48,8 @@ class TraceScoreReport:
     scored: int = 0                                               # entities given at least one new score
     sent_scores: int = 0
     skipped: dict[str, int] = field(default_factory=dict)         # metric -> entities it had already scored
+    resent: dict[str, int] = field(default_factory=dict)          # metric -> skipped entities holding other values
+    resent_ids: dict[str, list[str]] = field(default_factory=dict)
     without_reference: dict[str, int] = field(default_factory=dict)   # metric -> entities with no reference
     without_reference_ids: dict[str, list[str]] = field(default_factory=dict)
     unreadable: int = 0                                           # entities whose fields cannot be inputs
@@ -77,6 +79,9 @@ class TraceScoreReport:
         for metric, n in self.skipped.items():
             out.append(f"{metric}: {n} {self.entity} already scored with the same signature, skipped (--replace "
                        "scores them again)")
+        for metric, n in self.resent.items():
+            out.append(f"{metric}: {n} of the {self.entity} it had scored held another value than the one it sent "
+                       "(or none), sent again: " + self._few(self.resent_ids.get(metric, [])))
         for metric, n in self.without_reference.items():
             out.append(f"{metric}: {n} {self.entity} have no reference, not scored: "
                        + self._few(self.without_reference_ids.get(metric, [])))
@@ -96,7 +101,8 @@ class TraceScoreReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"project": self.project_name, "entity": self.entity, "selected": self.selected, "scored": self.scored,
-                "sent_scores": self.sent_scores, "skipped": self.skipped, "without_reference": self.without_reference,
+                "sent_scores": self.sent_scores, "skipped": self.skipped, "resent": self.resent,
+                "resent_ids": self.resent_ids, "without_reference": self.without_reference,
                 "without_reference_ids": self.without_reference_ids, "unreadable": self.unreadable,
                 "unreadable_examples": self.unreadable_examples, "failed": self.failed,
                 "failed_examples": self.failed_examples, "read_back": self.read_back,
@@ -146,6 +152,7 @@ class _Run:
         self.totals: dict[str, Any] = {}          # metric -> summed statistics of the entities scored now
         self.counted: dict[str, int] = {}
         self.pending: dict[str, dict[str, float]] = {}     # entity id -> score name -> value sent
+        self.scored_now: set[str] = set()                  # entities of this page given a new score
 
     def _value(self, name: str, value: float) -> None:
         self.values.setdefault(name, array("d")).append(value)
@@ -186,11 +193,10 @@ class _Run:
             signature = self.signatures[metric.name]
             items, ids = [], []
             for row, scores in rows:
-                if not self.replace and scored_by(scores, signature):
+                held = None if self.replace else marked_scores(scores, signature)
+                if held is not None:
                     self.report.skipped[metric.name] = self.report.skipped.get(metric.name, 0) + 1
-                    for s in scores:
-                        if (s.get("reason") or "").endswith(f" {signature}]") and s.get("value") is not None:
-                            self._value(s["name"], float(s["value"]))
+                    self._verify(metric.name, row["id"], held, sent)
                     continue
                 inputs = self._inputs(metric, row)
                 if inputs == "reference":
@@ -208,8 +214,26 @@ class _Run:
                 self._results(metric, entity_id, [r for _, r in results], sent)
         self.report.unreadable += len(unreadable)
         self.report.unreadable_examples.extend(list(unreadable.values())[: max(0, 20 - len(self.report.unreadable_examples))])
-        self.report.scored += len(sent)
+        self.report.scored += len(self.scored_now)
+        self.scored_now.clear()
         return list(sent.values())
+
+    def _verify(self, metric: str, entity_id: str, held: list[MarkedScore], sent: dict[str, list[dict[str, Any]]]) -> None:
+        """A skipped entity's scores checked against the values their marks say were sent: one the
+        server holds with another value (or none) is sent again, with its reason, and read back."""
+        differs = [m for m in held if not _same(m.sent, m.held)]
+        for score in held:
+            self._value(score.name, score.sent)
+        if not differs:
+            return
+        self.report.resent[metric] = self.report.resent.get(metric, 0) + 1
+        shown = self.report.resent_ids.setdefault(metric, [])
+        if len(shown) < 20:
+            shown.append(entity_id)
+        for score in differs:
+            sent.setdefault(entity_id, []).append({"id": entity_id, "name": score.name, "value": score.sent,
+                                                   "reason": score.reason, "project_name": self.selection.project_name})
+            self.pending.setdefault(entity_id, {})[score.name] = score.sent
 
     def _results(self, metric: Any, entity_id: str, results: list[Any], sent: dict[str, list[dict[str, Any]]]) -> None:
         good = [r for r in results if not r.scoring_failed]
@@ -228,8 +252,9 @@ class _Run:
                 continue
             sent.setdefault(entity_id, []).append({
                 "id": entity_id, "name": result.name, "value": float(result.value),
-                "reason": marked(result.reason, signature, len(good)),
+                "reason": marked(result.reason, signature, len(good), value),
                 "project_name": self.selection.project_name})
+            self.scored_now.add(entity_id)
             self.pending.setdefault(entity_id, {})[result.name] = value
             self._value(result.name, value)      # as the server keeps it: the same on a rerun that skips
         corpus = facts_of(metric).corpus
