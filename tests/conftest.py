@@ -30,6 +30,18 @@ def default_store_of_this_process(tmp_path_factory):
         os.environ["OPIK_METRICS_STORE"] = before
 
 
+@pytest.fixture(autouse=True, scope="session")
+def lease_dir_of_this_process(tmp_path_factory):
+    """``traces score`` takes its leases in a folder of this test process, never the user's cache."""
+    before = os.environ.get("OPIK_METRICS_LEASE_DIR")
+    os.environ["OPIK_METRICS_LEASE_DIR"] = str(tmp_path_factory.mktemp("leases"))
+    yield
+    if before is None:
+        os.environ.pop("OPIK_METRICS_LEASE_DIR", None)
+    else:
+        os.environ["OPIK_METRICS_LEASE_DIR"] = before
+
+
 @pytest.fixture
 def fake_opik_backend():
     """The in-memory Opik backend (see tests/opik_backend.py)."""

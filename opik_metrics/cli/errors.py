@@ -56,9 +56,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from opik_metrics.experiments.store import StoreError
     from opik_metrics.neural.models.registry import ModelNotAvailableError
     from opik_metrics.pipelines.captioning.conceptual_captions import DatasetSourceError
+    from opik_metrics.traces.lease import ScoringLocked
 
     light = (CLIError, OpikServerUnavailable, StoreError, MetricInputError, ModelNotAvailableError,
-             DatasetSourceError, ClusterError, MissingExtra, ValueError)
+             DatasetSourceError, ClusterError, MissingExtra, ScoringLocked, ValueError)
     # Meteor's tables module imports numpy: it is loaded whenever it could have raised, so its
     # error is looked up, never imported here (a usage error stays light)
     meteor = sys.modules.get("opik_metrics.text.meteor.resources")

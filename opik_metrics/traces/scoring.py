@@ -28,6 +28,7 @@ from opik_metrics.metric_kit.server_range import server_value
 from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, text_field
 from opik_metrics.traces.connection import check_project, connect
 from opik_metrics.traces.fields import TraceFields, Unreadable
+from opik_metrics.traces.lease import scoring_lease
 from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
@@ -368,6 +369,35 @@ def _references(client: Any, selection: Selection, fields: TraceFields, page_siz
     return references
 
 
+def _write(client: Any, url: str | None, metrics: list[Any], trace_fields: TraceFields, selection: Selection,
+           replace: bool, report: TraceScoreReport, page_size: int, progress: bool) -> _Run:
+    """Score the selection page by page, send the scores and read them back (under the run's lease)."""
+    project_name, entity = selection.project_name, selection.entity
+    if any(getattr(m, "corpus_pending", False) for m in metrics):
+        with server_errors(url, f"reading the references of project {project_name!r}'s {entity}"):
+            fit_corpus_contexts(metrics, _references(client, selection, trace_fields, page_size, progress))
+    run = _Run(list(metrics), trace_fields, selection, replace, report)
+    bar = tqdm(desc=one_line(f"scoring {entity} of {project_name}"), unit=entity[:-1], disable=not progress)
+    top: str | None = None          # the cursor above the block being written (None: the newest)
+    below: str | None = None
+    with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
+        try:
+            for page in pages(client, selection, page_size):
+                groups = run.page(page)
+                report.sent_scores += _send(client, entity, groups, project_name)
+                bar.update(len(page))
+                below = page[-1].id
+                if len(run.pending) >= READBACK_BLOCK:
+                    _check(client, run, top, page_size)
+                    top = below
+        except OpikServerError:         # a read stopped (a server that does not page): what was sent goes out
+            client.flush(timeout=int(READBACK_SECONDS) + 10)
+            raise
+        _check(client, run, top, page_size)
+    bar.close()
+    return run
+
+
 def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: str | None = None,
                  since: Any = None, until: Any = None, fields: TraceFields | Sequence[str] | None = None,
                  entity: str = "traces", replace: bool = False, client: Any = None, page_size: int = PAGE_SIZE,
@@ -393,29 +423,9 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     else:
         check_project(client, project_name)
     url = client_url(client)
-    if any(getattr(m, "corpus_pending", False) for m in metrics):
-        with server_errors(url, f"reading the references of project {project_name!r}'s {entity}"):
-            fit_corpus_contexts(metrics, _references(client, selection, trace_fields, page_size, progress))
     report = TraceScoreReport(project_name=project_name, entity=entity)
-    run = _Run(list(metrics), trace_fields, selection, replace, report)
-    bar = tqdm(desc=one_line(f"scoring {entity} of {project_name}"), unit=entity[:-1], disable=not progress)
-    top: str | None = None          # the cursor above the block being written (None: the newest)
-    below: str | None = None
-    with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
-        try:
-            for page in pages(client, selection, page_size):
-                groups = run.page(page)
-                report.sent_scores += _send(client, entity, groups, project_name)
-                bar.update(len(page))
-                below = page[-1].id
-                if len(run.pending) >= READBACK_BLOCK:
-                    _check(client, run, top, page_size)
-                    top = below
-        except OpikServerError:         # a read stopped (a server that does not page): what was sent goes out
-            client.flush(timeout=int(READBACK_SECONDS) + 10)
-            raise
-        _check(client, run, top, page_size)
-    bar.close()
+    with scoring_lease(url, project_name, entity, {m.name: signature_of(m) for m in metrics}):
+        run = _write(client, url, list(metrics), trace_fields, selection, replace, report, page_size, progress)
     report.values = dict(run.values)
     if summary:
         from opik_metrics.compare.statistics.defaults import DEFAULT_RESAMPLES
