@@ -83,8 +83,6 @@ def test_the_shipped_rated_captions_carry_the_scene_the_example_keeps():
     assert sorted({row["scene"] for row in rows}) == sorted(row["scene"] for row in rows[::3])
 
 
-@pytest.mark.xfail(strict=True, reason="docs/compare.md (not this change's to edit) still reads `rated.jsonl`: "
-                   "its owner names notebooks/data/rated_captions.jsonl there, then drops this mark")
 def test_the_worked_example_runs_as_written_on_the_shipped_file(tmp_path, monkeypatch, capsys):
     """In the clone's root (here a folder with its notebooks/): each command exits 0 and the
     agreement prints the page's pooled and item tables."""

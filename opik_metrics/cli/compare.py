@@ -35,7 +35,19 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-scores", action="store_true", help="also compare precision and recall parts")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
                         help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"seed of the bootstrap and the permutations (default {DEFAULT_SEED})")
+    parser.add_argument("--test", choices=["auto", "bootstrap", "permutation"], default="auto",
+                        help="the paired test: `auto` (default) the exact McNemar test for pass/fail scores (every "
+                             "value 0 or 1) and the paired permutation test (approximate randomization, sacrebleu's "
+                             "paired-ar) for the rest; `bootstrap` or `permutation` for every score. Intervals are "
+                             "the bootstrap's (--resamples) whatever the test")
+    parser.add_argument("--permutations", type=int, default=1000,
+                        help="shuffles of the permutation test (default 1000; sacrebleu's paired-ar draws 10000)")
+    parser.add_argument("--p-value", choices=["calibrated", "sacrebleu"], default="calibrated",
+                        help="how p-values are read off the null: `calibrated` (default; two-sided, the resampled "
+                             "differences shifted to mean zero) or `sacrebleu` (its paired-bs/paired-ar p-value, to "
+                             "reproduce its output: it behaves as one-sided, so at 0.05 it rejects about 10%% of true nulls)")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"confidence level of intervals; significance at 1 - it (default {DEFAULT_CONFIDENCE})")
     parser.add_argument("--top-k", type=int, default=5, help="items with the largest differences listed (default 5)")
@@ -98,7 +110,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired
 
     settings = CompareSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence,
-                               cluster_by=args.cluster_by,
+                               cluster_by=args.cluster_by, test=args.test, p_value=args.p_value,
+                               permutations=args.permutations,
                                top_k=args.top_k, metrics=tuple(args.metric) if args.metric else None,
                                all_scores=args.all_scores)
     settings.check()

@@ -30,11 +30,42 @@ from opik_metrics.core.statistics_checks import statistics_problem
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
                                         ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.statistics.binary import mcnemar_exact, newcombe_paired_interval, wilson_interval
+from opik_metrics.compare.statistics.bootstrap import P_VALUE_RULES
+from opik_metrics.compare.statistics.permutation import DEFAULT_PERMUTATIONS, paired_permutation
 from opik_metrics.compare.statistics.trials import by_cluster, nondeterminism, ratio_of_sums, trial_counts, units_of
 from opik_metrics.core.numbers import is_number
 
 TEST_NAME = "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"
 DEFAULT_MIN_ITEMS = 5
+
+#: ``--test``: "auto" tests pass/fail scores (every value 0 or 1, one trial per item, no clusters) with
+#: the exact McNemar test and every other score with the paired permutation test (approximate
+#: randomization, sacrebleu's paired-ar: it keeps its level at any number of items, where the
+#: bootstrap's p rejects 7-18% of true nulls below 50 items; docs/compare.md); "bootstrap" and
+#: "permutation" test every score their way. Intervals are the bootstrap's whatever the test.
+TESTS = ("auto", "bootstrap", "permutation")
+
+#: What comparison.json records as the test that made each p-value.
+TEST_LABELS = {"bootstrap": "paired-bs", "permutation": "paired-ar", "mcnemar": "mcnemar-exact"}
+
+def test_label(test: str, p_value: str) -> str:
+    """The recorded name of a test under a p-value rule: "paired-bs", "paired-ar-sacrebleu", "mcnemar-exact"."""
+    label = TEST_LABELS[test]
+    return f"{label}-sacrebleu" if p_value == "sacrebleu" and test != "mcnemar" else label
+
+
+def test_words(settings: "CompareSettings") -> str:
+    """The comparison's tests in words, as its settings record them."""
+    rule = ("sacrebleu's p-value (centred absolute differences; it behaves as one-sided)"
+            if settings.p_value == "sacrebleu" else "two-sided p from the null shifted to mean zero")
+    if settings.paired_test == "permutation":
+        main = f"paired permutation test (approximate randomization, {settings.permutations} shuffles)"
+    else:
+        main = TEST_NAME
+    binary = ("; pass/fail scores: exact McNemar test, Wilson and Newcombe intervals"
+              if settings.test == "auto" and settings.p_value == "calibrated" else "")
+    return f"{main}, {rule}; intervals: percentile bootstrap{binary}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +81,9 @@ class CompareSettings:
     all_scores: bool = False                 # also the precision/recall parts
     min_items: int = DEFAULT_MIN_ITEMS       # paired items a verdict needs (fewer: p-value shown, verdict n/a)
     cluster_by: str | None = None            # an item field: the bootstrap draws whole clusters of items
+    test: str = "auto"                       # TESTS
+    p_value: str = "calibrated"              # bootstrap.P_VALUE_RULES ("sacrebleu": its paired-bs p-value)
+    permutations: int = DEFAULT_PERMUTATIONS  # shuffles of the permutation test
 
     @property
     def alpha(self) -> float:
@@ -66,6 +100,25 @@ class CompareSettings:
             raise ValueError(f"min_items: expected a positive integer, got {self.min_items!r}")
         if self.cluster_by is not None and (not isinstance(self.cluster_by, str) or not self.cluster_by.strip()):
             raise ValueError(f"cluster_by: expected a field name, got {self.cluster_by!r}")
+        if self.test not in TESTS:
+            raise ValueError(f"test: expected one of {', '.join(TESTS)}, got {self.test!r}")
+        if self.p_value not in P_VALUE_RULES:
+            raise ValueError(f"p_value: expected one of {', '.join(P_VALUE_RULES)}, got {self.p_value!r}")
+        if isinstance(self.permutations, bool) or not isinstance(self.permutations, int) or self.permutations < 1:
+            raise ValueError(f"permutations: expected a positive integer, got {self.permutations!r}")
+
+    @property
+    def paired_test(self) -> str:
+        """The test of scores that are not pass/fail: "permutation" (``auto`` with calibrated p-values,
+        or asked for), else "bootstrap" (asked for, or sacrebleu's p-values: its default paired-bs)."""
+        if self.test == "permutation" or (self.test == "auto" and self.p_value == "calibrated"):
+            return "permutation"
+        return "bootstrap"
+
+    @property
+    def binary_tests(self) -> bool:
+        """Whether pass/fail scores get McNemar's test and Wilson intervals (``test="auto"``, calibrated p)."""
+        return self.test == "auto" and self.p_value == "calibrated"
 
 
 def score_facts(name: str, experiments: Sequence[ExperimentRecords]) -> ScoreFacts:
@@ -124,7 +177,7 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
     _check_experiments(experiments)
     experiments = [units_of(e, settings.cluster_by) for e in experiments]
     metrics = _select_metrics(experiments, settings)
-    context = _Context(settings)
+    context = _Context(settings, _pass_fail_scores(metrics, experiments, settings))
     scores = {m.name: _metric_scores(m, experiments, settings, context) for m in metrics}
     pairs = tuple(_pair(a, b, metrics, settings, context) for a, b in combinations(experiments, 2))
     tests = sum(1 for p in pairs for entry in p.metrics.values() if entry.significant is not None)
@@ -134,7 +187,10 @@ def compare_experiments(experiments: Sequence[ExperimentRecords], settings: Comp
         source=source or experiments[0].source,
         settings=ComparisonSettings(resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
                                     alpha=settings.alpha, tie_tolerance=settings.tie_tolerance,
-                                    top_k=settings.top_k, min_items=settings.min_items, test=TEST_NAME),
+                                    top_k=settings.top_k, min_items=settings.min_items, test=test_words(settings),
+                                    p_value=settings.p_value,
+                                    permutations=settings.permutations if settings.paired_test == "permutation"
+                                    else None),
         versions=versions | {"opik-metrics": ours()},
         experiments=tuple(_experiment_entry(e) for e in experiments),
         metrics=tuple(metrics),
@@ -336,8 +392,9 @@ class _Context:
     draw is kept. And each score's column of an experiment: which items have a usable value, which
     a non-finite one, and a corpus score's checked statistics rows, read once per item."""
 
-    def __init__(self, settings: CompareSettings) -> None:
+    def __init__(self, settings: CompareSettings, pass_fail: frozenset[str] = frozenset()) -> None:
         self.resamples, self.seed = settings.resamples, settings.seed
+        self.pass_fail = pass_fail          # the scores tested as pass/fail (McNemar, Wilson, Newcombe)
         self.clustered = settings.cluster_by is not None
         self.last: tuple[int, Any] | None = None
         self.columns: dict[tuple[str, str], _Column] = {}
@@ -404,6 +461,28 @@ class _Column:
         return cls(has, kinds, rows, missing)
 
 
+def _pass_fail_scores(metrics: Sequence[ScoreSummary], experiments: Sequence[ExperimentRecords],
+                      settings: CompareSettings) -> frozenset[str]:
+    """The mean scores compared as pass/fail: every value of every experiment 0 or 1, each item one
+    trial (an item's mean over trials is a rate, not a pass), no clusters, and ``settings.binary_tests``.
+    A score whose facts declare it binary (scale "binary") with another value is a data error."""
+    out = set()
+    for metric in metrics:
+        if metric.kind != "mean":
+            continue
+        values = [(e, item) for e in experiments for item in e.items
+                  if not item.failed and metric.name in item.scores]
+        odd = next(((e, item) for e, item in values if item.trials == 1 and item.scores[metric.name] not in (0.0, 1.0)),
+                   None)
+        if metric.scale == "binary" and odd is not None:
+            raise ValueError(f"{odd[0].name}: item {odd[1].key!r} has {metric.name} = {odd[1].scores[metric.name]!r}, "
+                             f"but its metric declares {metric.name} a pass/fail score (0 or 1)")
+        if (settings.binary_tests and settings.cluster_by is None and values and odd is None
+                and all(item.trials == 1 for _, item in values)):
+            out.add(metric.name)
+    return frozenset(out)
+
+
 def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
                    settings: CompareSettings, context: _Context) -> dict[str, ScoreValue]:
     out = {}
@@ -414,10 +493,16 @@ def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords
         if not items:
             continue
         clusters, units = context.units(items)
-        interval = bootstrap_interval(context.statistic(metric, e, items, clusters), context.indices(units),
-                                      settings.confidence)
+        if metric.name in context.pass_fail:
+            passes = sum(int(item.scores[metric.name]) for item in items)
+            low, high = wilson_interval(passes, len(items), settings.confidence)
+            estimate, how = passes / len(items), "wilson"
+        else:
+            interval = bootstrap_interval(context.statistic(metric, e, items, clusters), context.indices(units),
+                                          settings.confidence)
+            estimate, low, high, how = interval.estimate, interval.low, interval.high, None
         out[e.name] = ScoreValue(
-            value=interval.estimate, low=interval.low, high=interval.high, n=len(items),
+            value=estimate, low=low, high=high, n=len(items), interval=how,
             failed=len(e.items) - len(items) - len(odd) + e.failed_elsewhere, non_finite=len(odd),
             non_finite_kinds=_kinds(odd),
             values=tuple(item.scores[metric.name] for item in items) if metric.kind == "mean" else (),
@@ -512,13 +597,26 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                           note="; ".join(notes))
     clusters, units = context.units([a for a, _ in both])     # a pair's clusters: the baseline's labels
     idx = context.indices(units)
-    result = paired_bootstrap(context.statistic(metric, baseline, [a for a, _ in both], clusters),
-                              context.statistic(metric, system, [b for _, b in both], clusters), idx,
-                              settings.confidence)
-    significant: bool | None = result.p_value < settings.alpha
+    base_statistic = context.statistic(metric, baseline, [a for a, _ in both], clusters)
+    system_statistic = context.statistic(metric, system, [b for _, b in both], clusters)
+    result = paired_bootstrap(base_statistic, system_statistic, idx, settings.confidence, settings.p_value)
     p_value: float | None = result.p_value
+    p_one: float | None = result.p_one_sided
+    delta_low, delta_high, test = result.delta_low, result.delta_high, "bootstrap"
+    if metric.name in context.pass_fail:
+        table = mcnemar_exact([a.scores[metric.name] for a, _ in both], [b.scores[metric.name] for _, b in both])
+        p_value, p_one, test = table.p_value, table.p_one_sided, "mcnemar"
+        delta_low, delta_high = newcombe_paired_interval(table, settings.confidence)
+        notes.append(f"pass/fail: exact McNemar test on the {table.system_only + table.baseline_only} items where "
+                     f"the two differ ({table.system_only} pass only in {system.name}, {table.baseline_only} only in "
+                     f"{baseline.name}); Wilson intervals, Newcombe's for the difference")
+    elif settings.paired_test == "permutation" and units > 1:
+        shuffled = paired_permutation(base_statistic, system_statistic, settings.permutations, settings.seed,
+                                      settings.p_value)
+        p_value, p_one, test = shuffled.p_value, shuffled.p_one_sided, "permutation"
+    significant: bool | None = p_value is not None and p_value < settings.alpha
     if units == 1:                 # every resample is the one pair (or cluster): no spread, nothing to test
-        significant, p_value = None, None
+        significant, p_value, p_one = None, None, None
         what = "paired item" if clusters is None else f"cluster ({len(both)} paired items)"
         notes.insert(0, f"only 1 {what}: no test is possible and a verdict needs at least {settings.min_items}")
     elif units < settings.min_items:
@@ -526,6 +624,10 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
         what = "paired items" if clusters is None else f"clusters ({len(both)} paired items)"
         notes.insert(0, f"only {units} {what}: a verdict needs at least "
                         f"{settings.min_items}; the p-value is shown for information only")
+    elif test == "permutation" and 2.0 ** (1 - units) >= settings.alpha:
+        notes.append(f"with {units} paired units the permutation test's smallest two-sided p is "
+                     f"1/2^{units - 1} = {2.0 ** (1 - units):.3g}: no difference can be significant at "
+                     f"alpha={settings.alpha:g}; more items would test it")
     if result.note:
         notes.insert(0, result.note)
     wins = ties = losses = None
@@ -538,7 +640,8 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
         differences = tuple(b - a for a, b in zip(a_values, b_values))
         largest = _largest(both, metric.name, settings.top_k)
     return PairResult(baseline_value=result.baseline, system_value=result.system, delta=result.delta,
-                      delta_low=result.delta_low, delta_high=result.delta_high, p_value=p_value,
+                      delta_low=delta_low, delta_high=delta_high, p_value=p_value, p_one_sided=p_one,
+                      test=test_label(test, settings.p_value) if p_value is not None else None,
                       verdict=Verdict.of(significant, result.delta, metric.higher_is_better), n=len(both),
                       non_finite=non_finite, non_finite_kinds=odd, wins=wins, ties=ties, losses=losses,
                       differences=differences, largest_differences=largest, note="; ".join(notes) or None)

@@ -87,6 +87,8 @@ class ComparisonSettings:
     top_k: int
     min_items: int | None
     test: str
+    p_value: str = "sacrebleu"           # the p-value rule (files made before it existed used sacrebleu's)
+    permutations: int | None = None      # shuffles of the permutation test (None: not run)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ class ScoreValue:
     non_finite_kinds: dict[str, int]
     values: tuple[float, ...]
     recorded: float | None = None
+    interval: str | None = None          # None: percentile bootstrap; "wilson": a pass/fail score's Wilson interval
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,14 @@ class PairResult:
     largest_differences: tuple[ItemDifference, ...]
     note: str | None
     gate: GateOutcome | None = None
+    p_one_sided: float | None = None     # the one-sided p in the observed direction: what the gate tests
+    test: str | None = None              # which test made the p-values ("paired-bs", "paired-ar", "mcnemar-exact", ...)
+
+    @property
+    def gate_p(self) -> float | None:
+        """The p the gate corrects and tests: the one-sided p, or (files from before it) the p-value,
+        which sacrebleu's rule made and which behaves as one-sided."""
+        return self.p_one_sided if self.p_one_sided is not None else self.p_value
 
     @property
     def significant(self) -> bool | None:
@@ -305,11 +316,13 @@ class Comparison:
         r.check_keys(("schema", "created_at", "source", "settings", "versions", "experiments", "metrics", "scores",
                       "pairs", "failed_items", "notes"))
         s = r.sub("settings")
-        s.check_keys(("resamples", "seed", "confidence", "alpha", "tie_tolerance", "top_k", "min_items", "test"))
+        s.check_keys(("resamples", "seed", "confidence", "alpha", "tie_tolerance", "top_k", "min_items", "test",
+                      "p_value", "permutations"))
         settings = ComparisonSettings(
             resamples=s.integer("resamples"), seed=s.integer("seed"), confidence=s.number("confidence"),
             alpha=s.number("alpha"), tie_tolerance=s.number("tie_tolerance"), top_k=s.integer("top_k"),
-            min_items=s.integer("min_items", optional=True), test=s.text("test"))
+            min_items=s.integer("min_items", optional=True), test=s.text("test"),
+            p_value=s.later("p_value", s.text) or "sacrebleu", permutations=s.later("permutations", s.integer))
         versions = r.sub("versions")
         return cls(created_at=r.text("created_at"), source=r.text("source"), settings=settings,
                    versions={k: versions.text(k, optional=True) for k in versions.data},
@@ -374,7 +387,7 @@ def _pair_result_dict(result: PairResult) -> dict[str, Any]:
 
 _PAIR_RESULT_KEYS = ("baseline", "system", "delta", "delta_low", "delta_high", "p_value", "verdict", "n",
                      "non_finite", "non_finite_kinds", "wins", "ties", "losses", "differences", "largest_differences",
-                     "note", "gate")
+                     "note", "gate", "p_one_sided", "test")
 
 
 def _pair_dict(pair: Pair) -> dict[str, Any]:
@@ -433,6 +446,10 @@ class _Reader:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected a JSON object, got {_type(data)}")
         self.data, self.where = data, where
+
+    def later(self, key: str, read: Callable[..., Any]) -> Any:
+        """An optional field added after schema /2 first shipped: None when a file has no such key."""
+        return read(key, optional=True) if key in self.data else None
 
     def _get(self, key: str) -> Any:
         if key not in self.data:
@@ -558,11 +575,13 @@ def _score_summary(r: _Reader) -> ScoreSummary:
 
 
 def _score_value(r: _Reader) -> ScoreValue:
-    r = _checked(r, ("value", "low", "high", "n", "failed", "non_finite", "non_finite_kinds", "values", "recorded"))
+    r = _checked(r, ("value", "low", "high", "n", "failed", "non_finite", "non_finite_kinds", "values", "recorded",
+                     "interval"))
     return ScoreValue(value=r.number("value", optional=True), low=r.number("low", optional=True),
                       high=r.number("high", optional=True), n=r.integer("n"), failed=r.integer("failed"),
                       non_finite=r.integer("non_finite"), non_finite_kinds=r.counts("non_finite_kinds"),
-                      values=r.numbers("values"), recorded=r.number("recorded", optional=True))
+                      values=r.numbers("values"), recorded=r.number("recorded", optional=True),
+                      interval=r.later("interval", r.text))
 
 
 def _item_difference(r: _Reader) -> ItemDifference:
@@ -589,6 +608,10 @@ def _verdict(r: _Reader) -> Verdict:
                          f"got {value!r}") from None
 
 
+#: The test of a p-value in a file written before comparisons named it: sacrebleu's centred-|d| bootstrap p.
+RECORDED_BEFORE_TEST = "paired-bs-sacrebleu"
+
+
 def _pair_result(r: _Reader) -> PairResult:
     r = _checked(r, _PAIR_RESULT_KEYS)
     kinds = r.sub("non_finite_kinds")
@@ -602,7 +625,9 @@ def _pair_result(r: _Reader) -> PairResult:
         wins=r.integer("wins", optional=True), ties=r.integer("ties", optional=True),
         losses=r.integer("losses", optional=True), differences=r.numbers("differences"),
         largest_differences=tuple(r.each("largest_differences", _item_difference)),
-        note=r.text("note", optional=True), gate=None if gate is None else _gate(r.sub("gate")))
+        note=r.text("note", optional=True), gate=None if gate is None else _gate(r.sub("gate")),
+        p_one_sided=r.later("p_one_sided", r.number),
+        test=r.later("test", r.text) or (RECORDED_BEFORE_TEST if r.data.get("p_value") is not None else None))
 
 
 def _pair(r: _Reader) -> Pair:

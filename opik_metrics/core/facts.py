@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from opik_metrics.core.signature import Signature, rebuilt
 from opik_metrics.core.statistics import Formula, formula_path, mean_formula
 
-SCALES = ("linear", "log")
+SCALES = ("linear", "log", "binary")   # binary: a pass/fail score, every value 0 or 1
 
 
 @dataclass(frozen=True)

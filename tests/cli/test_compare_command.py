@@ -130,5 +130,5 @@ def test_the_report_as_a_person_sees_it(store, tmp_path, capsys):
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 500                 # plots and tables, not a blank page
     text = dump_dom(out / "index.html")
-    for expected in ("sys-a", "sys-b", "rouge1_f1", "corpus_bleu", "significant", "paired bootstrap"):
+    for expected in ("sys-a", "sys-b", "rouge1_f1", "corpus_bleu", "significant", "paired permutation test"):
         assert expected in text, expected

@@ -76,7 +76,7 @@ def _score_entry(rng, values: np.ndarray, failed: int, corpus: bool) -> dict:
         value, low, high = value * 1.04, low * 1.04, high * 1.04
     return {"value": round(value, 6), "low": round(float(low), 6), "high": round(float(high), 6),
             "n": len(values), "failed": failed, "non_finite": 0, "non_finite_kinds": {},
-            "values": [] if corpus else [round(float(v), 6) for v in values], "recorded": None}
+            "values": [] if corpus else [round(float(v), 6) for v in values], "recorded": None, "interval": None}
 
 
 def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, shared: list[int]) -> dict:
@@ -89,7 +89,9 @@ def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, share
     resampled = _bootstrap(rng, diff)
     delta = float(diff.mean()) * (1.04 if corpus else 1.0)
     low, high = np.quantile(resampled, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
-    p_value = min(1.0, 2 * min((resampled <= 0).mean(), (resampled >= 0).mean()) + 1 / (RESAMPLES + 1))
+    tail = min((resampled <= 0).mean(), (resampled >= 0).mean())
+    p_value = min(1.0, 2 * tail + 1 / (RESAMPLES + 1))
+    one_sided = tail + 1 / (RESAMPLES + 1)
     if p_value >= ALPHA:
         verdict = "no significant difference"
     else:   # significant: better when the difference goes the score's way
@@ -98,7 +100,7 @@ def _pair_metric(rng, metric: dict, base: dict, system: dict, texts: dict, share
              "delta": round(delta, 6), "delta_low": round(float(low), 6), "delta_high": round(float(high), 6),
              "p_value": round(float(p_value), 6), "verdict": verdict, "n": len(shared),
              "non_finite": {"baseline": 0, "system": 0}, "non_finite_kinds": {"baseline": {}, "system": {}},
-             "note": None, "gate": None}
+             "note": None, "gate": None, "p_one_sided": round(float(one_sided), 6), "test": "paired-bs"}
     if corpus:
         return {**entry, "wins": None, "ties": None, "losses": None, "differences": [],
                 "largest_differences": []}
@@ -119,7 +121,7 @@ def _missing_pair_metric(metric: dict, base: dict, system: dict, missing: str) -
             "p_value": None, "verdict": "n/a", "n": 0, "non_finite": {"baseline": 0, "system": 0},
             "non_finite_kinds": {"baseline": {}, "system": {}}, "wins": None, "ties": None, "losses": None,
             "differences": [], "largest_differences": [], "note": f"{metric['name']} was not computed for {missing}",
-            "gate": None}
+            "gate": None, "p_one_sided": None, "test": None}
 
 
 def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dict:
@@ -168,7 +170,8 @@ def make_comparison(experiments: int = 2, items: int = 40, seed: int = 7) -> dic
         "source": "local store /tmp/runs/experiments.sqlite",
         "settings": {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "alpha": ALPHA,
                      "tie_tolerance": 1e-9, "top_k": TOP_K, "min_items": 5,
-                     "test": "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs"},
+                     "test": "paired bootstrap resampling (Koehn 2004), as sacrebleu's paired_bs",
+                     "p_value": "calibrated", "permutations": None},
         "versions": {"opik-metrics": "0.1.0", "numpy": np.__version__, "sacrebleu": "2.6.0"},
         "experiments": [
             {"name": run["name"], "dataset": "demo-summaries", "status": "finished", "items": items,

@@ -107,7 +107,7 @@ def _oracle_case(seed: int):
 
     idx = resample_indices(n_items, n_resamples, rng_seed)
     baseline, system = _bleu(baseline_hyps, refs), _bleu(system_hyps, refs)
-    ours = paired_bootstrap(baseline, system, idx)
+    ours = paired_bootstrap(baseline, system, idx, p_value="sacrebleu")
     interval = bootstrap_interval(system, idx)
     return dict(
         idx=idx, idx_sacre=idx_sacre, sacre=sacre, bl_result=bl_result, ours=ours, interval=interval,
@@ -185,7 +185,8 @@ def test_end_to_end_paired_test_matches(monkeypatch):
     bl_interval = bootstrap_interval(baseline, idx)
     assert bl_interval.resampled_mean == pytest.approx(bl_sacre.mean / 100, abs=FLOAT32_ABS)
     assert (bl_interval.high - bl_interval.low) / 2 == pytest.approx(bl_sacre.ci / 100, abs=FLOAT32_ABS)
-    assert paired_bootstrap(baseline, system, idx).p_value == pytest.approx(sys_sacre.p_value, abs=1e-12)
+    assert paired_bootstrap(baseline, system, idx, p_value="sacrebleu").p_value == pytest.approx(sys_sacre.p_value,
+                                                                                                abs=1e-12)
 
 
 # -- corpus BLEU statistic ------------------------------------------------------------------------
@@ -290,9 +291,15 @@ def test_paired_hand_worked_p_value_and_delta_interval():
     ])
     # observed |difference| = 1; |d| = [3, 1, 0, 0, 2], mean 1.2, centred [1.8, -.2, -1.2, -1.2, .8]:
     # one resample exceeds 1. Deltas sorted [0, 0, 1, 2, 3]; at 50%, k = floor(5 * .5 / 2) = 1.
-    result = paired_bootstrap(baseline, system, idx, confidence=0.5)
+    result = paired_bootstrap(baseline, system, idx, confidence=0.5, p_value="sacrebleu")
     assert result == PairedResult(baseline=0.0, system=1.0, delta=1.0, delta_low=0.0, delta_high=2.0,
-                                  p_value=2 / 6, confidence=0.5, resamples=5, note=None)
+                                  p_value=2 / 6, confidence=0.5, resamples=5, note=None, p_one_sided=2 / 6,
+                                  p_rule="sacrebleu")
+    # Calibrated: the differences d* = [3, 1, 0, 0, 2] shifted to mean 0 are [1.8, -.2, -1.2, -1.2, .8];
+    # |.| >= 1 for three of them (two-sided p = 4/6), >= +1 for one (one-sided p = 2/6).
+    calibrated = paired_bootstrap(baseline, system, idx, confidence=0.5)
+    assert (calibrated.p_value, calibrated.p_one_sided, calibrated.p_rule) == (4 / 6, 2 / 6, "calibrated")
+    assert (calibrated.delta_low, calibrated.delta_high) == (0.0, 2.0)
 
 
 def test_identical_systems_are_not_significant():

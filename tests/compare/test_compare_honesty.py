@@ -66,9 +66,15 @@ def test_one_shared_item_gives_no_verdict_and_no_p_value(tmp_path):
     assert "a verdict needs 5 paired items" in page
     assert Comparison.from_json(files.json.read_text(encoding="utf-8")) == comparison
 
+    six = compare_experiments([experiment("a", {"s": [0.1 * k for k in range(6)]}),
+                               experiment("b", {"s": [0.1 * k + 0.5 for k in range(6)]})], SETTINGS)
+    assert six.pairs[0].metrics["s"].verdict is Verdict.BETTER           # six items: a verdict
+    # five items better everywhere: a verdict is given, but the permutation test's smallest p is 2/2^5
     five = compare_experiments([experiment("a", {"s": [0.1 * k for k in range(5)]}),
                                 experiment("b", {"s": [0.1 * k + 0.5 for k in range(5)]})], SETTINGS)
-    assert five.pairs[0].metrics["s"].verdict is Verdict.BETTER          # five items: a verdict
+    entry = five.pairs[0].metrics["s"]
+    assert entry.verdict is Verdict.NO_DIFFERENCE and entry.p_value > 0.05
+    assert "smallest two-sided p is 1/2^4 = 0.0625: no difference can be significant" in entry.note
     with pytest.raises(ValueError, match="min_items: expected a positive integer"):
         compare_experiments([a, b], CompareSettings(min_items=0))
 

@@ -103,10 +103,10 @@ def test_holm_over_the_tested_scores_and_the_exit_lines():
     assert [o.p_adjusted for o in result.outcomes] == pytest.approx([0.008, 0.09, 0.09, 0.2], abs=1e-15)
     assert [o.passed for o in result.outcomes] == [False, True, True, True]
     assert result.exit_line == ("gate failed: rouge1_f1 is significantly worse by 0.01200 [-0.02000, -0.00400], "
-                                "p=0.002 (Holm-adjusted 0.008)")
+                                "one-sided p=0.002 (Holm-adjusted 0.008)")
     assert result.failures == (result.outcomes[0],)
     none = decide(rows, "worse", "none")
-    assert none.exit_line == "gate failed: rouge1_f1 is significantly worse by 0.01200 [-0.02000, -0.00400], p=0.002"
+    assert none.exit_line == "gate failed: rouge1_f1 is significantly worse by 0.01200 [-0.02000, -0.00400], one-sided p=0.002"
     passing = decide(rows[1:], "worse", "bonferroni")
     assert passing.passed
     assert passing.exit_line == "gate passed: no gated score is significantly worse (3 tested scores, Bonferroni)"
@@ -122,7 +122,7 @@ def test_holm_over_the_tested_scores_and_the_exit_lines():
 def test_lower_is_better_loss_reads_in_its_direction():
     out = _one("worse", _row("latency_s", delta=0.3, low=0.1, high=0.5, p=0.004, higher=False))
     assert out.reason == ("latency_s is significantly worse by 0.3000 [+0.1000, +0.5000] (lower is better), "
-                          "p=0.004 (Holm-adjusted 0.004)")
+                          "one-sided p=0.004 (Holm-adjusted 0.004)")
 
 
 @pytest.mark.parametrize("call, message", [
@@ -153,7 +153,7 @@ def test_markdown_table_one_row_per_score_with_names_escaped():
     result = decide(rows, "worse")
     text = markdown_table(rows, result)
     lines = text.splitlines()
-    assert lines[0] == "| score | base | new | difference [interval] | p raw / Holm | verdict | gate |"
+    assert lines[0] == "| score | base | new | difference [interval] | one-sided p raw / Holm | verdict | gate |"
     table = [line for line in lines if line.startswith("|")]
     assert len(table) == 2 + len(HOSTILE)
     for line in table:          # every row has exactly 7 cells: no name's "|" opened another one
@@ -171,7 +171,7 @@ def test_markdown_table_directions_untested_and_margin():
             _row("bleu", p=0.01, no_verdict="only 3 paired items"),
             _row("chrf", delta=-0.001, low=-0.002, high=0.0, p=0.04)]
     table = markdown_table(rows, decide(rows, "worse", "none", margins={"chrf": 0.005})).splitlines()
-    assert table[0].split(" | ")[4] == "p"
+    assert table[0].split(" | ")[4] == "one-sided p"
     assert table[2] == "| ter (lower is better) | 0.4500 | 0.4600 | +0.01000 [-0.01000, +0.03000] | 0.400 | not significant | pass |"
     assert table[3].endswith("| 0.010 | n/a | pass (untested) |")
     assert table[4].endswith("| 0.040 | within margin 0.005 | pass |")

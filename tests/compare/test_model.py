@@ -145,7 +145,16 @@ def test_a_v1_file_reads_as_todays_analysis_of_the_same_runs(hand_made):
     assert (entries["quality"]["verdict"], entries["quality"]["better"]) == ("significant", "base")
     assert (entries["latency"]["verdict"], entries["latency"]["better"]) == ("significant", "new")
     old = load_comparison(V1_FILE)
-    assert dataclasses.replace(old, versions=hand_made.versions) == hand_made
+    # A file from before says its p-values are sacrebleu's (the rule then): today's analysis under that
+    # rule gives the same comparison, less the one-sided p and the settings' words that came later.
+    assert old.settings.p_value == "sacrebleu"
+    assert {e.test for e in old.pairs[0].metrics.values() if e.p_value is not None} == {"paired-bs-sacrebleu"}
+    today = compare_experiments(_v1_runs(), dataclasses.replace(_v1_settings(), p_value="sacrebleu"),
+                                source="hand-made", created_at="2026-11-25T00:00:00+00:00")
+    today = dataclasses.replace(today, settings=old.settings, pairs=tuple(
+        dataclasses.replace(pair, metrics={k: dataclasses.replace(e, p_one_sided=None) for k, e in pair.metrics.items()})
+        for pair in today.pairs))
+    assert dataclasses.replace(old, versions=today.versions) == today
     assert old.pairs[0].metrics["quality"].verdict is Verdict.WORSE
     assert old.pairs[0].metrics["latency"].verdict is Verdict.BETTER
     assert json.loads(old.to_json())["schema"] == SCHEMA

@@ -52,7 +52,7 @@ def test_the_workflow_installs_no_torch_scores_both_systems_and_the_gate_stops_t
     exit_line = done.stderr.strip().splitlines()[-1]
     assert exit_line.startswith("gate failed: rouge1_f1 is significantly worse by"), done.stderr
     table = summary.read_text(encoding="utf-8")
-    assert table.startswith("| score | base | new | difference [interval] | p raw / Holm | verdict | gate |")
+    assert table.startswith("| score | base | new | difference [interval] | one-sided p raw / Holm | verdict | gate |")
     assert "| corpus_bleu |" in table and "**FAIL**" in table
     report = ET.parse(checkout / "gate.xml").getroot()
     assert report.get("tests") == "5" and int(report.get("failures")) >= 1

@@ -15,15 +15,14 @@ Rules (``mode``, per score, after correcting the p-values of the tested scores f
   better: low > -X; lower is better: high < X). Such a score is decided by its interval, not by a
   p-value, so it is not in the family the correction counts (its adjusted p is None).
 
-Which p-value. The p-value is the paired bootstrap's (``bootstrap.paired_bootstrap``, sacrebleu's
-``paired-bs``): the share of resamples whose centred absolute difference exceeds the observed one.
-It is computed from both tails' magnitude but behaves as a one-tailed probability of the observed
-difference: under the null it falls below alpha in about 2 x alpha of the cases (measured: 10.5% at
-alpha = 0.05, 400 seeds, 200 items), and below alpha with the difference on a given side in about
-alpha of them. So "p < alpha and the difference on the bad side" is a one-sided test at level about
-alpha, the right test for "is it worse"; no second, one-sided p-value is needed, and the gate uses
-the very p-value the report shows and sacrebleu prints (tests/compare/test_gate_statistics.py
-checks both the level and the agreement).
+Which p-value. The gate asks a one-sided question ("is it worse?", "is it better?"), so it tests the
+one-sided p of the comparison's test in the observed direction (``PairResult.p_one_sided``: the share of
+the null's draws at least as far on the observed side, from the same null as the report's two-sided p;
+for a pass/fail score the exact McNemar tail). "p < alpha with the difference on the bad side" is then
+a one-sided test at level alpha. Under a null the two-sided p falls below alpha in about alpha of the
+cases and the one-sided p in about 2 x alpha, half of them on each side (tests/compare/test_calibration.py
+measures both). A comparison written before the one-sided p existed holds sacrebleu's p-value only,
+which behaves as one-sided (it falls below alpha about twice as often as a two-sided p): the gate uses it.
 
 Correction in ``not-better`` mode: passing needs every gated score significantly better, an
 intersection-union test that keeps its level without correction; the correction is still applied so
@@ -66,8 +65,8 @@ class GateDataError(ValueError):
 class GateRow:
     """One gated score of a paired comparison, as the gate and its renderers read it.
 
-    ``delta`` is new - base, ``low``/``high`` its interval; ``p_raw`` the paired test's p-value (None
-    when there is no test); ``no_verdict`` a reason the comparison gives no verdict although a p-value
+    ``delta`` is new - base, ``low``/``high`` its interval; ``p_raw`` the paired test's one-sided p in
+    the observed direction (None when there is no test); ``no_verdict`` a reason the comparison gives no verdict although a p-value
     may be shown (e.g. "only 3 paired items: a verdict needs at least 5"); ``n`` the paired items.
     """
 
@@ -179,13 +178,14 @@ def _difference(delta: float, low: Optional[float], high: Optional[float], highe
 
 
 def _p_text(p_raw: Optional[float], p_adjusted: Optional[float], correction: str) -> str:
-    """ "p=0.002 (Holm-adjusted 0.006)", or "p=0.002" uncorrected; p-values below 0.001 as "p<0.001"."""
+    """ "one-sided p=0.002 (Holm-adjusted 0.006)", or "one-sided p=0.002" uncorrected; p-values below
+    0.001 as "p<0.001"."""
     def one(p: Optional[float]) -> str:
         text = fmt_p(p)
         return text if text.startswith("<") else f"={text}"
     if correction == "none":
-        return f"p{one(p_raw)}"
-    return f"p{one(p_raw)} ({correction_label(correction)}-adjusted {fmt_p(p_adjusted)})"
+        return f"one-sided p{one(p_raw)}"
+    return f"one-sided p{one(p_raw)} ({correction_label(correction)}-adjusted {fmt_p(p_adjusted)})"
 
 
 def decide_score(name: str, higher_is_better: bool, delta: Optional[float], low: Optional[float],

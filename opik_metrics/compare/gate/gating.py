@@ -100,7 +100,7 @@ def gate_comparison(comparison: Comparison, *, mode: str = "worse", correction: 
             name = _row_name(score, pair, len(judged))
             rows.append(GateRow(name=name, higher_is_better=comparison.metric(score).higher_is_better,
                                 base=entry.baseline_value, new=entry.system_value, delta=entry.delta,
-                                low=entry.delta_low, high=entry.delta_high, p_raw=entry.p_value, n=entry.n))
+                                low=entry.delta_low, high=entry.delta_high, p_raw=entry.gate_p, n=entry.n))
             where[name] = (k, score)
             if score in margins:
                 row_margins[name] = margins[score]

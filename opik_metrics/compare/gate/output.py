@@ -66,12 +66,12 @@ def _p_cell(outcome: GateOutcome) -> str:
 def markdown_table(rows: Sequence[GateRow], result: GateResult, plain: bool = False) -> str:
     """A compact GitHub-flavoured table of the gated scores, then the gate's exit line.
 
-    Columns: score, base, new, difference [interval], p raw / adjusted, verdict, gate. ``plain``:
+    Columns: score, base, new, difference [interval], one-sided p raw / adjusted, verdict, gate. ``plain``:
     the same table as text to read (an assertion message): one line a cell, no Markdown escapes.
     """
     cell = _plain_cell if plain else _md_cell
     label = correction_label(result.correction)
-    p_head = "p" if result.correction == "none" else f"p raw / {label}"
+    p_head = "one-sided p" if result.correction == "none" else f"one-sided p raw / {label}"
     lines = [f"| score | base | new | difference [interval] | {p_head} | verdict | gate |",
              "|---|---:|---:|---|---:|---|---|"]
     for row, outcome in _paired(rows, result):
@@ -97,7 +97,7 @@ def _statistics(row: GateRow, outcome: GateOutcome) -> str:
              f"direction: {'higher' if row.higher_is_better else 'lower'} is better",
              f"base: {fmt_num(row.base)}; new: {fmt_num(row.new)}; difference: {fmt_num(row.delta, signed=True)} "
              f"{fmt_interval(row.low, row.high, signed=True)}",
-             f"p: {fmt_p(outcome.p_raw)}; adjusted ({correction_label(outcome.correction)}): {fmt_p(outcome.p_adjusted)}"]
+             f"one-sided p: {fmt_p(outcome.p_raw)}; adjusted ({correction_label(outcome.correction)}): {fmt_p(outcome.p_adjusted)}"]
     if outcome.margin is not None:
         lines.append(f"margin: {outcome.margin:g}")
     if row.n is not None:

@@ -121,7 +121,8 @@ def _pair_summary(pair: Pair, metrics: Sequence[ScoreSummary]) -> dict[str, Any]
         out[metric.name] = {
             "baseline": entry.baseline_value, "system": entry.system_value, "difference": entry.delta,
             "difference_low": entry.delta_low, "difference_high": entry.delta_high,
-            "p_value": entry.p_value, "verdict": _SIGNIFICANCE_WORDS[entry.verdict],
+            "p_value": entry.p_value, "p_one_sided": entry.p_one_sided, "test": entry.test,
+            "verdict": _SIGNIFICANCE_WORDS[entry.verdict],
             "direction_verdict": directed_verdict(entry.verdict), "n": entry.n,
             "wins": entry.wins, "ties": entry.ties, "losses": entry.losses, "note": entry.note}
         if entry.gate is not None:          # gated (compare --fail-on): the correction, adjusted p and outcome
@@ -140,7 +141,7 @@ def comparison_record(comparison: Comparison) -> dict[str, Any]:
         "schema": SCHEMA,
         "baseline": comparison.names[0],
         "experiments": comparison.names,
-        "test": settings.test, "resamples": settings.resamples, "seed": settings.seed,
+        "test": settings.test, "p_value_rule": settings.p_value, "resamples": settings.resamples, "seed": settings.seed,
         "confidence": settings.confidence, "alpha": settings.alpha,
         "versions": dict(comparison.versions),
         "scores": {m.name: {"kind": m.kind, "higher_is_better": m.higher_is_better, "signature": m.signature,
@@ -208,7 +209,8 @@ def markdown_table(record: Mapping[str, Any]) -> str:
     gated = any("gate" in e for pair in record["pairs"] for e in pair["scores"].values())
     systems = ", ".join(cell(name) for name in record["experiments"][1:])
     lines = [f"### {systems} against {cell(record['baseline'])}", "",
-             f"Paired bootstrap: {record['resamples']} resamples, seed {record['seed']}; intervals at {level}; "
+             f"Test: {cell(record['test'])}; {record['resamples']} bootstrap resamples, seed {record['seed']}; "
+             f"intervals at {level}; "
              f"a verdict needs p < {record['alpha']:g}. Verdicts follow each score's direction "
              "(lower is better for perplexity, KL...).", "",
              f"| score | baseline | baseline value | system | system value | difference [{level} interval] "

@@ -29,6 +29,8 @@ __all__ = [
     "interval_of",
     "paired_bootstrap",
     "paired_from_resamples",
+    "P_VALUE_RULES",
+    "p_values_from_null",
     "percentile_interval",
     "resample_blocks",
     "resample_indices",
@@ -215,6 +217,16 @@ class CorpusStatistic:
         self.n_items = len(items)
         self.value = float(formula(self._matrix.sum(axis=0).tolist()))
 
+    @property
+    def matrix(self) -> np.ndarray:
+        """The per-unit statistics, one row per item (read-only)."""
+        return self._matrix
+
+    @property
+    def formula(self) -> Callable[[Sequence[float]], float]:
+        """The corpus formula: one summed row -> the score."""
+        return self._formula
+
     def resampled(self, idx: np.ndarray) -> np.ndarray:
         """The corpus score of each resample (row of ``idx``), an (R,) array."""
         return resampled_together([self], idx)[0]
@@ -316,6 +328,41 @@ class PairedResult:
     confidence: float
     resamples: int
     note: Optional[str] = None
+    p_one_sided: Optional[float] = None   # the one-sided p in the observed direction (what the gate tests)
+    p_rule: str = "calibrated"            # which rule made the p-values (P_VALUE_RULES)
+
+
+#: How a p-value is read off the null distribution. "calibrated": the resampled differences shifted to
+#: mean zero, two-sided |d* - mean d*| >= |d| (a permutation's shuffles are already centred on 0), and
+#: one-sided in the observed direction; "sacrebleu": sacrebleu's paired-bs rule (the resampled *absolute*
+#: differences centred, |d*| - mean|d*| > |d|; for paired-ar |d*| > |d|), kept to reproduce its output.
+#: The sacrebleu rule behaves as a one-sided p: under a null it falls below alpha about twice as often.
+P_VALUE_RULES = ("calibrated", "sacrebleu")
+
+
+def p_values_from_null(observed: float, draws: np.ndarray, rule: str = "calibrated",
+                       centred: bool = True) -> tuple[float, float]:
+    """(two-sided p, one-sided p in the direction of ``observed``) from the null ``draws`` of the
+    difference, with the +1 correction: (at least as extreme + 1) / (draws + 1). ``centred``: the
+    draws are bootstrap differences, to be shifted to mean zero (the permutation's are not).
+    An observed difference of exactly 0 is never significant: (1, 1)."""
+    if rule not in P_VALUE_RULES:
+        raise ValueError(f"p_value must be one of {', '.join(P_VALUE_RULES)}, got {rule!r}")
+    draws = np.asarray(draws, dtype=np.float64)
+    total = draws.size + 1
+    size = abs(float(observed))
+    if size == 0.0:
+        return 1.0, 1.0
+    if rule == "sacrebleu":
+        spread = np.abs(draws)
+        null = spread - spread.mean() if centred else spread
+        p = (int(np.count_nonzero(null > size)) + 1) / total
+        return p, p
+    null = draws - draws.mean() if centred else draws
+    reach = size * (1.0 - 1e-12)          # "at least as extreme", blind to the last bits of rounding
+    two = (int(np.count_nonzero(np.abs(null) >= reach)) + 1) / total
+    one = (int(np.count_nonzero(np.sign(observed) * null >= reach)) + 1) / total
+    return two, one
 
 
 def _tail_rank(n_resamples: int, confidence: float) -> int:
@@ -381,11 +428,10 @@ def interval_of(estimate: float, resampled: np.ndarray, confidence: float = DEFA
 
 
 def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
-                     confidence: float = DEFAULT_CONFIDENCE) -> PairedResult:
-    """Paired bootstrap test of system vs baseline on the same resamples (sacrebleu's ``paired-bs``).
-
-    p-value: the share of resamples whose centred absolute difference exceeds the observed one,
-    with the +1 correction; the delta interval is the percentile interval of system - baseline.
+                     confidence: float = DEFAULT_CONFIDENCE, p_value: str = "calibrated") -> PairedResult:
+    """Paired bootstrap test of system vs baseline on the same resamples (Koehn 2004; sacrebleu's
+    ``paired-bs`` draws). The p-values come from the resampled differences by ``p_value``'s rule
+    (``P_VALUE_RULES``); the delta interval is the percentile interval of system - baseline.
     """
     confidence = _check_confidence(confidence)
     if baseline.n_items != system.n_items:
@@ -403,37 +449,34 @@ def paired_bootstrap(baseline: Statistic, system: Statistic, idx: np.ndarray,
     else:
         baseline_r = np.asarray(baseline.resampled(idx), dtype=np.float64)
         system_r = np.asarray(system.resampled(idx), dtype=np.float64)
-    return paired_from_resamples(float(baseline.value), float(system.value), baseline_r, system_r, confidence)
+    return paired_from_resamples(float(baseline.value), float(system.value), baseline_r, system_r, confidence,
+                                 p_value)
 
 
 def paired_from_resamples(baseline_value: float, system_value: float, baseline_r: np.ndarray,
-                          system_r: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> PairedResult:
+                          system_r: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
+                          p_value: str = "calibrated") -> PairedResult:
     """``paired_bootstrap``'s result from both sides' values on the same resamples, already computed."""
     confidence = _check_confidence(confidence)
     baseline_r = np.asarray(baseline_r, dtype=np.float64)
     system_r = np.asarray(system_r, dtype=np.float64)
     n_resamples = int(baseline_r.size)
     delta_low, delta_high = _percentile_bounds(system_r - baseline_r, confidence)
-    observed = abs(system_value - baseline_value)
-    note = None
-    if observed == 0.0:
-        # Departure from sacrebleu (which gives 1/(R+1) here): no observed difference is never significant.
-        p_value, note = 1.0, NO_DIFFERENCE_NOTE
-    else:
-        spread = np.abs(system_r - baseline_r)
-        centred = spread - spread.mean()  # the null: resampled differences shifted to mean zero
-        exceed = int(np.count_nonzero(centred > observed))
-        p_value = (exceed + 1) / (n_resamples + 1)
+    # Departure from sacrebleu (which gives 1/(R+1) here): no observed difference is never significant.
+    note = NO_DIFFERENCE_NOTE if system_value == baseline_value else None
+    two, one = p_values_from_null(system_value - baseline_value, system_r - baseline_r, p_value)
     return PairedResult(
         baseline=baseline_value,
         system=system_value,
         delta=system_value - baseline_value,
         delta_low=delta_low,
         delta_high=delta_high,
-        p_value=p_value,
+        p_value=two,
         confidence=confidence,
         resamples=n_resamples,
         note=note,
+        p_one_sided=one,
+        p_rule=p_value,
     )
 
 
