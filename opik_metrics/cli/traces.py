@@ -109,8 +109,11 @@ def register(subparsers: Any) -> None:
         description="Read a project's traces (or --spans) page by page with Opik's filter language, score them, "
                     "write each score back as a feedback score (its reason marked with the metric's signature) and "
                     "read back what arrived. Resumable and idempotent: what already holds a metric's scores "
-                    "under the same signature is skipped unless --replace. Exit 3 when the server lacks scores "
-                    "that were sent (named; the same command sends just those).")
+                    "under the same signature is skipped unless --replace (a score held with another value than "
+                    "the one sent is sent again); one run at a time per project and metric. Exit 3 when the "
+                    "server lacks scores that were sent or holds other values (named; the same command sends "
+                    "just those); 2 for a usage error, a project the server lacks, a server that does not "
+                    "answer or page, or another run of the same metric.")
     score.add_argument("--project", required=True, help="the Opik project")
     score.add_argument("--filter", metavar="OQL", help='Opik query language, e.g. \'tags contains "prod"\'')
     score.add_argument("--since", metavar="DATE", help="only traces that start at or after DATE (ISO 8601)")

@@ -6,8 +6,11 @@ entities through the one scorer (``score_batch`` where it has one); the scores g
 ``log_traces_feedback_scores`` / ``log_spans_feedback_scores`` in requests of whole entities and at
 most 1,000 scores (the server validates a batch whole), only values the server stores. An entity
 that already holds a metric's scores under the same signature is skipped unless ``replace``: a
-rerun after Ctrl-C or kill -9 scores only what is missing. After the writes the run reads back
-what arrived, a block of pages at a time, and names what is missing. Memory holds a page, the
+rerun after Ctrl-C or kill -9 scores only what is missing, and sends again any score the server
+holds with another value than its mark says was sent. One run at a time per project and metric
+signature (``lease``); the server and project are checked first (``connection``). After the
+writes the run reads back what arrived, a block of pages at a time, and names what is missing
+or held with another value. Memory holds a page, the
 block being checked, the summary's values (a float per entity and score) and summed statistics.
 """
 from __future__ import annotations
