@@ -5,7 +5,8 @@ all of them), and each decision is written into its pair's entry of the comparis
 What the gate cannot judge is a data error (``GateDataError``, a ValueError: exit 2), never a
 regression (exit 1): a gated score missing on one side, too few paired items for a verdict, and
 scores whose two sides were made with different options (a stemmer, a tokenizer, a model: the
-signature's fields other than package versions) unless ``allow_different_options``.
+signature's fields other than package versions) unless ``allow_different_options``; a side that
+records no signature (``reading.signing``) counts as made differently.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Mapping, Sequence
 
 from opik_metrics.compare.gate.decision import GateDataError, GateResult, GateRow, decide
 from opik_metrics.compare.model import Comparison, GateOutcome, Pair, PairResult, Verdict
+from opik_metrics.compare.reading.signing import unsigned_difference
 
 __all__ = ["GateDataError", "GatedComparison", "gate_comparison"]
 
@@ -60,6 +62,14 @@ def _untestable(comparison: Comparison, pair: Pair, score: str, entry: PairResul
     return None
 
 
+def _with_unsigned(comparison: Comparison, pair: Pair, scores: Sequence[str]) -> Pair:
+    """``pair`` with a signature difference for each of ``scores`` a side records no signature for."""
+    configs = {e.name: e.config for e in comparison.experiments}
+    unsigned = {score: found for score in scores if score not in pair.option_differences
+                and (found := unsigned_difference(score, configs.get(pair.baseline), configs.get(pair.system)))}
+    return replace(pair, option_differences={**pair.option_differences, **unsigned}) if unsigned else pair
+
+
 def gate_comparison(comparison: Comparison, *, mode: str = "worse", correction: str = "holm",
                     margins: Mapping[str, float] | None = None, scores: Sequence[str] | None = None,
                     allow_different_options: bool = False) -> GatedComparison:
@@ -75,6 +85,8 @@ def gate_comparison(comparison: Comparison, *, mode: str = "worse", correction: 
                          f"(gated: {', '.join(gated)})")
     baseline = comparison.names[0]
     judged = [k for k, pair in enumerate(comparison.pairs) if pair.baseline == baseline]
+    comparison = replace(comparison, pairs=tuple(_with_unsigned(comparison, pair, gated) if k in judged else pair
+                                                 for k, pair in enumerate(comparison.pairs)))
     if not judged:
         raise ValueError("the gate needs a baseline and at least one system to judge")
     problems = [why for k in judged for score in gated

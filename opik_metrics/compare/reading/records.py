@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from opik_metrics.compare.reading.checked_facts import check_recorded_facts
 from opik_metrics.core import CorpusFacts, MetricFacts, UnknownFormula, read_recorded_facts, resolve_formula
 
 
@@ -96,12 +97,15 @@ def recorded_facts(config: Any) -> dict[str, MetricFacts]:
     return read_recorded_facts(config.get("metrics") if isinstance(config, dict) else None)[0]
 
 
-def check_formulas(experiment: str, config: Any) -> None:
+def check_formulas(experiment: str, config: Any, where: str | None = None) -> None:
     """Resolve every corpus formula the config's facts name (the pack's own modules load lazily);
     a name that is not among them loads the installed metric plugins once (a plugin's formula
     registers itself as its module is imported: plugins load only when a comparison needs one), and
-    any other name raises ``UnknownFormula`` naming ``experiment``, before anything is imported."""
-    for facts in recorded_facts(config).values():
+    any other name raises ``UnknownFormula`` naming ``experiment``, before anything is imported.
+    Then each metric's corpus facts are checked against what it states (``checked_facts``:
+    ``RecordedFactsError`` naming ``where``, default the experiment, the metric and the field)."""
+    recorded = recorded_facts(config)
+    for facts in recorded.values():
         for corpus in facts.corpora:
             try:
                 resolve_formula(corpus.formula, experiment)
@@ -110,3 +114,5 @@ def check_formulas(experiment: str, config: Any) -> None:
 
                 discover()
                 resolve_formula(corpus.formula, experiment)
+    for name, facts in recorded.items():
+        check_recorded_facts(where or f"experiment {experiment!r}", name, facts)

@@ -92,7 +92,7 @@ def from_records(path: str) -> ExperimentRecords:
     config: dict[str, Any] = {"metrics": metadata.get("metrics") or {}, "versions": metadata.get("versions") or {},
               "input": metadata.get("input"), "id_field": id_field, "keep": keep,
               "fields": metadata.get("fields") or {}}
-    check_formulas(path, config)       # a file someone else wrote: refused before reading rows
+    check_formulas(path, config, where=path)      # a file someone else wrote: refused before reading rows
     records = ExperimentRecords(name=path, source=f"record file {path}", dataset=f"records by {id_field}",
                                 status="finished", config=config, items=[])
     score_metrics = {s.name: facts.metric for facts in records.facts.values() for s in facts.scores}
