@@ -5,10 +5,12 @@ meta-evaluation (``opik_metrics.meta_evaluation.evaluation``)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from opik_metrics.cli.options import add_store_argument
+from opik_metrics.cli.errors import CLIError
+from opik_metrics.cli.options import add_store_argument, check_work_bounds
 
 
 def _meta_asked(args: argparse.Namespace) -> bool:
@@ -115,10 +117,28 @@ def _read_annotators(records: list, args: argparse.Namespace) -> None:
         read_authors(experiment, args.human, project_name=args.project, progress=sys.stderr.isatty())
 
 
+def _check_names(args: argparse.Namespace) -> None:
+    """What the shared reader would say in compare's words, said in agreement's: a record file that
+    does not exist, a record file beside a stored experiment."""
+    from opik_metrics.compare.reading.sources import RECORD_FILE_SUFFIXES, is_record_file
+
+    absent = [n for n in args.name if n.lower().endswith(RECORD_FILE_SUFFIXES) and not os.path.exists(n)]
+    if absent and args.store is None and not args.opik:
+        raise CLIError(f"no such record file: {absent[0]} (agreement reads the .jsonl or .parquet files that "
+                       "`score --output` writes: check the path, or the step that should have written it)")
+    files = [n for n in args.name if is_record_file(n)]
+    if files and len(files) < len(args.name):
+        other = next(n for n in args.name if n not in files)
+        raise CLIError(f"{other!r} is not a record file (an existing .jsonl or .parquet file) but {files[0]} is: "
+                       "agreement reads several systems either all from record files or all from experiments")
+
+
 def cmd_agreement(args: argparse.Namespace) -> int:
     if not args.human and not args.ratings:
         raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table)")
     args.human = args.human or []
+    check_work_bounds(args)
+    _check_names(args)
     if _meta_asked(args):
         return cmd_meta(args)
     from opik_metrics.compare.reading.sources import load_compared
@@ -174,7 +194,8 @@ HELP = "which metric agrees with human ratings: Kendall, Spearman, Pearson with 
 
 def register(subparsers: Any) -> None:
     """Add ``agreement`` to the ``add_subparsers()`` object of the main parser."""
-    from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
+                                                          MAX_PERMUTATIONS, MAX_RESAMPLES)
 
     parser = subparsers.add_parser(
         "agreement", help=HELP,
@@ -214,7 +235,8 @@ def register(subparsers: Any) -> None:
                         help="label a metric 'yes' at or above VALUE (at or below for a lower-is-better metric); "
                              "default: cut where it gives each label the share people gave it (repeatable)")
     parser.add_argument("--permutations", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"permutations of --compare-metrics (default {DEFAULT_RESAMPLES})")
+                        help=f"permutations of --compare-metrics (default {DEFAULT_RESAMPLES}, at most "
+                             f"{MAX_PERMUTATIONS:,})")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
                              "parts and the human one)")
@@ -231,7 +253,8 @@ def register(subparsers: Any) -> None:
                              "is configured, else the local store)")
     parser.add_argument("--project", help="Opik project of the experiment (--opik)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES}); fewer than a test at "
+                        help=f"bootstrap resamples of the items (default {DEFAULT_RESAMPLES}, at most "
+                             f"{MAX_RESAMPLES:,}); fewer than a test at "
                              "1 - confidence can ever reject with (20 at 0.95) are refused")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,

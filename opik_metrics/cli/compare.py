@@ -9,12 +9,13 @@ import json
 import sys
 from typing import Any
 
-from opik_metrics.cli.options import add_store_argument
+from opik_metrics.cli.options import add_store_argument, check_work_bounds
 from opik_metrics.compare.report.summary import format_comparison
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
+                                                          MAX_PERMUTATIONS, MAX_RESAMPLES)
 
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="experiments to compare (two or more); the first is the baseline. An existing "
@@ -28,13 +29,14 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                              "when one is configured, else the local store)")
     parser.add_argument("--project", help="Opik project of the experiments (--opik)")
     parser.add_argument("--output", "-o", metavar="DIR",
-                        help="folder for the report: index.html, comparison.json, plots/ (required unless "
-                             "--publish, --dry-run or --fail-on)")
+                        help="also write the report to DIR: index.html, comparison.json, plots/ (without it, "
+                             "the summary table alone is printed)")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="score to compare (repeatable; default: every score but precision/recall parts)")
     parser.add_argument("--all-scores", action="store_true", help="also compare precision and recall parts")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
+                        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES}, at most {MAX_RESAMPLES:,}; "
+                             "resamples x paired items at most 250,000,000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed of the bootstrap and the permutations (default {DEFAULT_SEED})")
     parser.add_argument("--test", choices=["auto", "bootstrap", "permutation"], default="auto",
@@ -43,7 +45,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                              "paired-ar) for the rest; `bootstrap` or `permutation` for every score. Intervals are "
                              "the bootstrap's (--resamples) whatever the test")
     parser.add_argument("--permutations", type=int, default=1000,
-                        help="shuffles of the permutation test (default 1000; sacrebleu's paired-ar draws 10000)")
+                        help="shuffles of the permutation test (default 1000, at most "
+                             f"{MAX_PERMUTATIONS:,}; sacrebleu's paired-ar draws 10000)")
     parser.add_argument("--p-value", choices=["calibrated", "sacrebleu"], default="calibrated",
                         help="how p-values are read off the null: `calibrated` (default; two-sided, the resampled "
                              "differences shifted to mean zero) or `sacrebleu` (its paired-bs/paired-ar p-value, to "
@@ -97,14 +100,12 @@ def load_for_compare(args: argparse.Namespace) -> tuple[list, str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.names) < 2:
         raise ValueError("compare needs at least two experiment names")
+    check_work_bounds(args)
     margins = parse_margins(args.margin)
     if not args.fail_on and (margins or args.junit or args.format == "markdown" or args.correction != "holm"
                              or args.allow_different_options):
         raise ValueError("--margin, --correction, --junit, --allow-different-options and --format markdown go with "
                          "--fail-on worse|not-better")
-    if not args.output and not (args.publish or args.dry_run or args.fail_on):
-        raise ValueError("give --output DIR for the report (or --publish / --dry-run to publish into Opik, or "
-                         "--fail-on to gate)")
     if args.publish_all_scores and not (args.publish or args.dry_run):
         raise ValueError("--publish-all-scores goes with --publish or --dry-run")
     from opik_metrics.compare.analysis import CompareSettings, compare_experiments, unpaired

@@ -1,6 +1,7 @@
-"""The CLI's one error path: a user-facing error is one line on stderr and exit status 2; Ctrl-C
-says what was kept and exits 130; a reader that stops reading (``| head``) ends it quietly with
-141. Every sub-command runs through ``run_command``."""
+"""The CLI's one error path: a user-facing error is one line on stderr and exit status 2; an
+unexpected one (a bug) is one line naming a log file that holds its traceback, exit status 70;
+Ctrl-C says what was kept and exits 130; a reader that stops reading (``| head``) ends it quietly
+with 141. Every sub-command runs through ``run_command``; docs/command-line.md has the table."""
 from __future__ import annotations
 
 import argparse
@@ -14,13 +15,17 @@ from typing import Callable, Iterator, Sequence
 # 128 + SIGPIPE: what the shell reports for git, cat or grep cut off by `| head`, so scripts
 # (`set -o pipefail` ones too) see us as they see those tools; sacrebleu's plain Python gives a traceback.
 BROKEN_PIPE_STATUS = 141
+USAGE_ERROR = 2
+# sysexits.h's EX_SOFTWARE, "an internal software error": never 1, which means a regression (the gate)
+INTERNAL_ERROR = 70
+DEBUG_ENV = "OPIK_METRICS_DEBUG"
 
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
-def fail(message: str, status: int = 2) -> int:
+def fail(message: str, status: int = USAGE_ERROR) -> int:
     """Print ``message`` as one line (a newline in a file name it quotes is written as \\n)."""
     from opik_metrics.core.table import one_line
 
@@ -146,9 +151,45 @@ def interrupted_message(args: argparse.Namespace) -> str:
 _RESOURCE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE}
 
 
+def debugging(argv: Sequence[str] = ()) -> bool:
+    """Whether an internal error shows its traceback: ``--debug`` or ``OPIK_METRICS_DEBUG=1``."""
+    return "--debug" in argv or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def internal_error(exc: BaseException, debug: bool) -> int:
+    """A bug's one line (its type and message, and where its traceback is), exit status 70; with
+    ``debug`` the traceback itself goes to stderr first."""
+    import tempfile
+    import traceback
+
+    from opik_metrics.core.table import one_line
+
+    text = "".join(traceback.format_exception(exc))
+    if debug:
+        sys.stderr.write(text)
+        where = "the traceback is above"
+    else:
+        try:
+            with tempfile.NamedTemporaryFile("w", prefix="opik-metrics-error-", suffix=".log", delete=False,
+                                             encoding="utf-8", errors="backslashreplace") as log:
+                log.write(f"opik-metrics {' '.join(sys.argv[1:])}\n{text}")
+            where = f"the traceback is in {log.name}; --debug shows it"
+        except OSError:
+            where = "--debug shows the traceback"
+    print(one_line(f"opik-metrics: internal error: {type(exc).__name__}: {exc} (a bug: {where})"), file=sys.stderr)
+    return INTERNAL_ERROR
+
+
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run one sub-command: known errors become one clear line (exit 2), Ctrl-C exits 130, a
-    closed stdout (``| head -1``) exits 141 without a word."""
+    closed stdout (``| head -1``) exits 141 without a word, anything else is a bug (exit 70)."""
+    try:
+        return _run_known(command, args)
+    except Exception as exc:                 # noqa: BLE001 - the one place a bug is reported
+        return internal_error(exc, bool(getattr(args, "debug", False)) or debugging())
+
+
+def _run_known(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         status = command(args)
         sys.stdout.flush()          # a reader gone before the last buffered write shows up here

@@ -292,7 +292,7 @@ def register(subparsers: Any) -> None:
                          help="for a record file: the format of --input when its extension does not say (default: "
                               "the one the file was scored with)")
     rescore.add_argument("--metric", "-m", action="append", required=True, choices=list(metric_classes()),
-                         help="metric to add (repeatable)")
+                         help="metric to add (repeatable; plugin metrics load only when one is named)")
     rescore.add_argument("--replace", action="store_true",
                          help="score again with a metric the experiment already has (its scores are replaced)")
     rescore.add_argument("--format", choices=["table", "json"], default="table")

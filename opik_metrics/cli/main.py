@@ -7,11 +7,13 @@ import sys
 from typing import Sequence
 
 from opik_metrics.cli import agreement, caption, compare, experiments, explain, score, traces
-from opik_metrics.cli.errors import (CLIError, check_arguments, fail, parse_arguments, plugin_warnings_in_one_line,
-                                     run_command)
+from opik_metrics.cli.errors import (DEBUG_ENV, CLIError, check_arguments, debugging, fail, internal_error, parse_arguments,
+                                     plugin_warnings_in_one_line, run_command)
 
 
 COMMANDS = (score, explain, caption, experiments, compare, agreement, traces)
+# the commands whose --metric names a metric of the catalog (compare's and agreement's name scores)
+CATALOG_METRIC_COMMANDS = ("score", "caption", "experiments", "traces")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -21,7 +23,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ``explain``, ``traces``)."""
     parser = argparse.ArgumentParser(
         prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
-        "(with or without an Opik server). `opik-metrics COMMAND --help` tells more.")
+        "(with or without an Opik server). `opik-metrics COMMAND --help` tells more. Exit status: 0 done, "
+        "1 a regression (compare --fail-on), 2 a usage or data error, 3 a server that lacks what was sent, "
+        "70 an internal error (a bug).")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show an internal error's traceback (also ${DEBUG_ENV}=1); anywhere on the line")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         if module.COMMAND == command:
@@ -36,18 +42,53 @@ def command_of(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and not argv[0].startswith("-") else None
 
 
+def without_debug(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the global ``--debug`` flag, wherever it is (before a ``--``)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    return [a for a in argv[:end] if a != "--debug"] + list(argv[end:])
+
+
+def named_metrics(argv: Sequence[str]) -> list[str]:
+    """The metric names of ``-m`` / ``--metric`` in a command line (the other options left alone)."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--metric", "-m", action="append", default=[])
+    return list(pre.parse_known_args(argv)[0].metric)
+
+
+def check_metric_names(argv: Sequence[str]) -> None:
+    """Load the plugins only when ``argv`` names a metric the built-ins lack (never for --help, a
+    listing or a built-in metric); a name no plugin has either is one line with the closest names."""
+    from opik_metrics.metrics.catalog import is_known, metric_classes, unknown_metric_message
+
+    if command_of(argv) not in CATALOG_METRIC_COMMANDS:
+        return
+    unknown = [name for name in named_metrics(argv[1:]) if not is_known(name)]
+    if not unknown:
+        return
+    known = metric_classes(plugins=True)
+    for name in unknown:
+        if name.lower() not in known:
+            raise CLIError(unknown_metric_message(name, list(known)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     for stream in (sys.stdout, sys.stderr):     # stored text may hold a lone surrogate: print it as \udXXX
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    debug = debugging(argv)
+    argv = without_debug(argv)
     try:
         check_arguments(argv)
+        with plugin_warnings_in_one_line():     # a command's catalog (plugins when it names one) is read here
+            check_metric_names(argv)
+            parser = build_parser(command_of(argv))
     except CLIError as exc:
         return fail(str(exc))
-    with plugin_warnings_in_one_line():     # a command's catalog, plugins and all, is read as its parser is built
-        parser = build_parser(command_of(argv))
+    except Exception as exc:                    # noqa: BLE001 - a bug before the command runs
+        return internal_error(exc, debug)
     args = parse_arguments(parser, argv)
+    args.debug = debug
     return run_command(args.func, args)
 
 

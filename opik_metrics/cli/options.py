@@ -80,3 +80,15 @@ def add_store_argument(parser: argparse._ActionsContainer) -> None:  # a parser 
     parser.add_argument("--store", metavar="PATH",
                         help="local experiment store (SQLite); default $OPIK_METRICS_STORE or "
                              "~/.local/share/opik-metrics/experiments.sqlite")
+
+
+def check_work_bounds(args: argparse.Namespace) -> None:
+    """A ``--resamples`` or ``--permutations`` beyond its documented bound (or below 1) is a usage
+    error, said in one line before any work."""
+    from opik_metrics.compare.statistics.defaults import MAX_PERMUTATIONS, MAX_RESAMPLES, bounded_count
+
+    for flag, bound in (("--resamples", MAX_RESAMPLES), ("--permutations", MAX_PERMUTATIONS)):
+        value = getattr(args, flag[2:], None)
+        problem = None if value is None else bounded_count(flag, value, bound)
+        if problem is not None:
+            raise CLIError(problem)

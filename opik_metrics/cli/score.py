@@ -178,7 +178,8 @@ def register(sub: Any) -> None:
                    "faithfulness, UniEval, GPTScore read it")
     score.add_argument("--metric", "-m", action="append", choices=list(metric_classes()),
                        help="metric to compute (repeatable; default: rouge and bleu; clipscore scores the "
-                       "records' images)")
+                       "records' images). Installed plugin metrics load only when one is named: "
+                       "`score -m PLUGIN --help` lists them all with their options")
     score.add_argument("--format", choices=["table", "json"], default="table",
                        help="table (default) or one JSON object: items, aggregate, signatures")
     score.add_argument("--items", action="store_true", help="also print a per-item table")

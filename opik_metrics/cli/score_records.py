@@ -25,6 +25,10 @@ def score_records(args: argparse.Namespace) -> int:
                        "(map columns with --field)")
     if args.chunk_size < 1 or (args.workers is not None and args.workers < 1):
         raise CLIError("--chunk-size and --workers must be positive")
+    if args.engine == "ray":        # one line before any work (no .parts folder), as every missing extra
+        from opik_metrics.core.extras import require_extra
+
+        require_extra("ray", "--engine ray", "or drop --engine ray to score on this machine")
     names = args.metric or ["rouge", "bleu"]
     try:
         fields: FieldMap = carried_fields(parse_field_options(args.field), args)

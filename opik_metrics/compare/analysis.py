@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opik_metrics.core.versions import ours, package_version
+from opik_metrics.compare.statistics.defaults import MAX_PERMUTATIONS, MAX_RESAMPLES, bounded_count
 from opik_metrics.compare.statistics.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, CorpusStatistic,
                                             MeanStatistic, ResampledOnce, bootstrap_interval, paired_bootstrap,
                                             resample_indices,
@@ -90,8 +91,10 @@ class CompareSettings:
         return round(1.0 - self.confidence, 12)
 
     def check(self) -> None:
-        if not isinstance(self.resamples, int) or self.resamples < 1:
-            raise ValueError(f"resamples: expected a positive integer, got {self.resamples!r}")
+        for problem in (bounded_count("resamples", self.resamples, MAX_RESAMPLES),
+                        bounded_count("permutations", self.permutations, MAX_PERMUTATIONS)):
+            if problem is not None:
+                raise ValueError(problem)
         if not 0 < self.confidence < 1:
             raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
         if not isinstance(self.top_k, int) or self.top_k < 0:
@@ -104,8 +107,6 @@ class CompareSettings:
             raise ValueError(f"test: expected one of {', '.join(TESTS)}, got {self.test!r}")
         if self.p_value not in P_VALUE_RULES:
             raise ValueError(f"p_value: expected one of {', '.join(P_VALUE_RULES)}, got {self.p_value!r}")
-        if isinstance(self.permutations, bool) or not isinstance(self.permutations, int) or self.permutations < 1:
-            raise ValueError(f"permutations: expected a positive integer, got {self.permutations!r}")
 
     @property
     def paired_test(self) -> str:

@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 from opik_metrics.compare.statistics.bootstrap import resamples_for
 from opik_metrics.compare.statistics.corrections import CORRECTIONS, correction_label
 from opik_metrics.compare.statistics.correlation import METHODS
-from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_PERMUTATIONS,
+                                                    MAX_RESAMPLES, bounded_count)
 from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS, LabelAgreement, is_labels, label_agreement, majority_labels
 from opik_metrics.meta_evaluation.levels.by_level import LEVELS, LevelValue, level_values
 from opik_metrics.meta_evaluation.levels.rater_pairs import pair_level_values
@@ -53,10 +54,10 @@ class MetaSettings:
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods:
             raise ValueError(f"methods: choose from {', '.join(METHODS)}, got {list(self.methods)!r}")
-        for name in ("resamples", "permutations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        for problem in (bounded_count("resamples", self.resamples, MAX_RESAMPLES),
+                        bounded_count("permutations", self.permutations, MAX_PERMUTATIONS)):
+            if problem is not None:
+                raise ValueError(problem)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
         if not isinstance(self.confidence, (int, float)) or not 0.0 < float(self.confidence) < 1.0:

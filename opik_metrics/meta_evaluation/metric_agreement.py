@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from opik_metrics.compare.statistics.bootstrap import (paired_from_resamples, percentile_interval, resample_indices,
                                                        resamples_for)
 from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations_together
-from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, bounded_count
 
 __all__ = ["DEFAULT_KENDALL", "RATERS", "Agreement", "AgreementSettings", "Correlation", "MetricAgreement",
            "VersusBest", "agreement_from_scores", "too_few_resamples"]
@@ -56,8 +56,9 @@ class AgreementSettings:
             raise ValueError(f"methods: choose from {', '.join(METHODS)}, got {list(self.methods)!r}")
         if self.raters not in RATERS:
             raise ValueError(f"raters: expected mean or pairs, got {self.raters!r}")
-        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 1:
-            raise ValueError(f"resamples: expected a positive integer, got {self.resamples!r}")
+        problem = bounded_count("resamples", self.resamples, MAX_RESAMPLES)
+        if problem is not None:
+            raise ValueError(problem)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
         if not isinstance(self.confidence, (int, float)) or not 0.0 < float(self.confidence) < 1.0:

@@ -1,9 +1,11 @@
 """The catalog: every metric class that has a ``card``, by its card's name. The command line and the
 pipelines build metrics from it; a metric module enters it by being imported (``discover`` imports
 every module of ``opik_metrics.metrics``, which stay light: engines are imported when a metric is built),
-then other packages' metrics join through their entry points (``plugins``)."""
+then other packages' metrics join through their entry points (``plugins``), loaded only when a name
+the built-ins lack is asked for (or the whole catalog is): a plugin's import may be slow or broken."""
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -13,33 +15,53 @@ from opik_metrics.metric_kit.card import MetricCard, registered, target_of
 from opik_metrics.metrics.plugins import load_plugins
 
 _discovered = False
+_plugins_loaded = False
 
 
-def discover() -> None:
-    """Once: import every module of the package, so that each metric class registers itself, then
-    load the metrics other packages offer (built-ins first: a plugin cannot take their names)."""
-    global _discovered
+def discover(plugins: bool = True) -> None:
+    """Once: import every module of the package, so that each metric class registers itself; with
+    ``plugins``, then (once) load the metrics other packages offer (built-ins first: a plugin cannot
+    take their names)."""
+    global _discovered, _plugins_loaded
     if not _discovered:
         import opik_metrics.metrics as package
 
         for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
             importlib.import_module(module.name)
-        _discovered = True          # before the plugins: one that asks for the catalog as it loads gets it
+        _discovered = True
+    if plugins and not _plugins_loaded:
+        _plugins_loaded = True      # before loading: one that asks for the catalog as it loads gets it
         load_plugins()
 
 
-def metric_classes() -> dict[str, type]:
-    """Every metric of the catalog, by name, in name order."""
-    discover()
+def metric_classes(plugins: bool = False) -> dict[str, type]:
+    """The metrics known so far, by name, in name order: the built-ins, and the plugins once they are
+    loaded (``plugins=True`` loads them: the whole catalog)."""
+    discover(plugins)
     return dict(sorted(registered().items()))
 
 
+def is_known(name: str) -> bool:
+    """Whether ``name`` is a metric known without loading any plugin that is not loaded yet."""
+    return isinstance(name, str) and name.lower() in metric_classes()
+
+
+def unknown_metric_message(name: str, known: Sequence[str]) -> str:
+    """Why ``name`` is no metric, with the closest names offered first ("did you mean")."""
+    close = difflib.get_close_matches(name.lower(), list(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown metric {name!r}{hint} (known: {', '.join(known)})"
+
+
 def metric_class(name: str) -> type:
-    """The metric class called ``name``; a clear error lists the known names."""
-    classes = metric_classes()
+    """The metric class called ``name`` (plugins are loaded when the built-ins lack it); a clear
+    error offers the closest names and lists the known ones."""
     key = name.lower() if isinstance(name, str) else name
+    classes = metric_classes()
     if key not in classes:
-        raise ValueError(f"unknown metric {name!r}; choose from: {', '.join(classes)}")
+        classes = metric_classes(plugins=True)
+    if key not in classes:
+        raise ValueError(unknown_metric_message(str(name), list(classes)))
     return classes[key]
 
 

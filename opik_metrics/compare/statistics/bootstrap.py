@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: F401 (re-exported)
+from opik_metrics.compare.statistics.defaults import MAX_RESAMPLED_INDICES
 
 #: Upper bound on the elements of one temporary (resamples x items) block, to bound memory.
 _CHUNK_ELEMENTS = 1 << 22
@@ -143,6 +144,17 @@ def resample_blocks(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
     return blocks()
 
 
+def check_draw_size(n_items: int, n_resamples: int, bound: int | None = None) -> None:
+    """Refuse (ValueError) a whole (resamples x items) index draw of more than ``bound`` indices
+    (default ``MAX_RESAMPLED_INDICES``): it would have to be held in memory at once."""
+    bound = MAX_RESAMPLED_INDICES if bound is None else bound
+    if isinstance(n_items, int) and isinstance(n_resamples, int) and n_items * n_resamples > bound:
+        most = max(1, bound // max(n_items, 1))
+        raise ValueError(f"the bootstrap draw of {n_resamples:,} resamples x {n_items:,} items = "
+                         f"{n_resamples * n_items:,} item indices is more than the {bound:,} held at most "
+                         f"(about {bound * 4 / 1e9:.0f} GB): give at most {most:,} resamples for {n_items:,} items")
+
+
 def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED) -> np.ndarray:
     """Bootstrap item indices, shape (n_resamples, n_items), drawn with replacement.
@@ -151,8 +163,10 @@ def resample_indices(n_items: int, n_resamples: int = DEFAULT_RESAMPLES,
     ``default_rng(seed).choice(n_items, size=(n_resamples, n_items))``), so results are comparable.
     Drawn a block of rows at a time from the one generator, which continues the same stream, into
     int32 when the items allow: half the memory of the int64 draw and no second copy of it (100,000
-    items x 1,000 resamples: 381 MB instead of 763 MB, and never both).
+    items x 1,000 resamples: 381 MB instead of 763 MB, and never both). A draw of more than
+    ``MAX_RESAMPLED_INDICES`` indices is refused (ValueError) before any is drawn.
     """
+    check_draw_size(n_items, n_resamples)
     blocks = resample_blocks(n_items, n_resamples, seed)
     first = next(blocks)
     out = np.empty((n_resamples, n_items), dtype=first.dtype)

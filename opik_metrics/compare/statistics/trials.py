@@ -49,7 +49,7 @@ def _merged(rows: list[ItemRecord]) -> ItemRecord:
         elif values:
             mean = item.scores[name] = sum(values) / len(values)
             if len(values) > 1:            # the sample SD, in plain floats (statistics.stdev's fractions: 40x slower)
-                item.trial_sd[name] = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+                item.trial_sd[name] = trial_sd(values, mean)
         else:
             item.score_failures[name] = next(row.score_failures[name] for row in live if name in row.score_failures)
     item.metadata = {name: _summed_statistics(name, base, live) for name in base.metadata}
@@ -97,6 +97,13 @@ def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentReco
                                     f"{field!r} (its fields: {kept}); a record file keeps it with --keep {field}")
         items.append(replace(item, cluster=None if value is None or odd else str(value)))
     return replace(experiment, items=items)
+
+
+def trial_sd(values: list[float], mean: float) -> float:
+    """The sample SD of one item's trials; 0 when it is rounding alone (at most 1e-12 of the values'
+    scale: three equal trials of 0.1 have a mean of 0.1 + 2.8e-17 and would show a spread of 2e-17)."""
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return 0.0 if sd <= 1e-12 * max(abs(v) for v in values) else sd
 
 
 def trial_counts(experiment: ExperimentRecords) -> tuple[int, int]:
