@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from opik_metrics.compare.report.formatting import fmt_interval, fmt_num, fmt_p
 from opik_metrics.compare.report.html import PAGE_CSS, esc
 from opik_metrics.compare.report.plot_files import plots_unavailable
+from opik_metrics.core.report_files import remove_file, save_figure, write_in_place
 from opik_metrics.compare.statistics.corrections import correction_label
 from opik_metrics.meta_evaluation.evaluation import MetaEvaluation
 from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS
@@ -140,17 +141,17 @@ def write_meta_report(result: MetaEvaluation, out_dir: str | Path) -> MetaFiles:
         raise NotADirectoryError(f"report folder {out} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / JSON_NAME
-    json_path.write_text(text, encoding="utf-8")
+    write_in_place(json_path, text)
     note = plots_unavailable()
     figure = meta_figure(result) if note is None else None
     plot_path = None
     if figure is not None:
         plot_path = out / PLOT_NAME
-        figure.savefig(plot_path, dpi=100, metadata={"Software": None})
+        save_figure(figure, plot_path, dpi=100, metadata={"Software": None})
         figure.clear()
-    elif (out / PLOT_NAME).exists():
-        (out / PLOT_NAME).unlink()
+    else:
+        remove_file(out / PLOT_NAME)
     html_path = out / HTML_NAME
-    html_path.write_text(render_meta_html(result, PLOT_NAME if plot_path else None, note), encoding="utf-8",
-                         errors="backslashreplace")
+    write_in_place(html_path, render_meta_html(result, PLOT_NAME if plot_path else None, note),
+                   errors="backslashreplace")
     return MetaFiles(html=html_path, json=json_path, plot=plot_path, note=note)

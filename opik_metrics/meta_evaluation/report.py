@@ -13,6 +13,7 @@ from opik_metrics.compare.report.formatting import DASH, fmt_interval, fmt_num, 
 from opik_metrics.compare.report.html import PAGE_CSS, esc
 from opik_metrics.meta_evaluation.metric_agreement import KENDALL_NOTE, Agreement
 from opik_metrics.compare.report.plot_files import plots_unavailable
+from opik_metrics.core.report_files import remove_file, save_figure, write_in_place
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -142,17 +143,17 @@ def write_agreement_report(result: Agreement, out_dir: str | Path) -> AgreementF
         raise NotADirectoryError(f"report folder {out} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / JSON_NAME
-    json_path.write_text(text, encoding="utf-8")
+    write_in_place(json_path, text)
     note = plots_unavailable()       # without matplotlib: the page and the JSON, saying why there is no plot
     figure = agreement_figure(result) if note is None else None
     plot_path = None
     if figure is not None:
         plot_path = out / PLOT_NAME
-        figure.savefig(plot_path, dpi=100, metadata={"Software": None})
+        save_figure(figure, plot_path, dpi=100, metadata={"Software": None})
         figure.clear()
-    elif (out / PLOT_NAME).exists():
-        (out / PLOT_NAME).unlink()             # an earlier report's plot must not linger
+    else:
+        remove_file(out / PLOT_NAME)             # an earlier report's plot must not linger
     html_path = out / HTML_NAME
-    html_path.write_text(render_agreement_html(result, PLOT_NAME if plot_path else None, note), encoding="utf-8",
-                         errors="backslashreplace")
+    write_in_place(html_path, render_agreement_html(result, PLOT_NAME if plot_path else None, note),
+                   errors="backslashreplace")
     return AgreementFiles(html=html_path, json=json_path, plot=plot_path, note=note)

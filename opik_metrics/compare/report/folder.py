@@ -1,4 +1,5 @@
-"""Writes the comparison report folder: comparison.json, index.html and the plots/ PNGs it shows."""
+"""Writes the comparison report folder: comparison.json, index.html and the plots/ PNGs it shows;
+each renamed into place, so that no link planted in the folder is followed (``core.report_files``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,7 @@ from pathlib import Path
 from opik_metrics.compare.report.html import render_html
 from opik_metrics.compare.model import Comparison
 from opik_metrics.compare.report.plot_files import PLOTS_DIR, plots_unavailable
+from opik_metrics.core.report_files import real_folder, remove_file, write_in_place
 
 JSON_NAME = "comparison.json"
 HTML_NAME = "index.html"
@@ -25,12 +27,9 @@ class ReportFiles:
 def _prepare_dir(out_dir: Path) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"report folder {out_dir} exists and is not a folder")
-    plots = out_dir / PLOTS_DIR
-    if plots.exists() and not plots.is_dir():
-        raise NotADirectoryError(f"{plots} exists and is not a folder")
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = real_folder(out_dir / PLOTS_DIR)          # a link there is replaced, never followed
     for old in plots.glob("[0-9][0-9][0-9]-*.png"):   # a previous report's plots: none may linger
-        old.unlink()
+        remove_file(old)
 
 
 def write_report(comparison: Comparison, out_dir: str | Path) -> ReportFiles:
@@ -44,12 +43,12 @@ def write_report(comparison: Comparison, out_dir: str | Path) -> ReportFiles:
     out_dir = Path(out_dir)
     _prepare_dir(out_dir)
     json_path = out_dir / JSON_NAME
-    json_path.write_text(text, encoding="utf-8")
+    write_in_place(json_path, text)
     note = plots_unavailable()      # without matplotlib the page and the JSON are still written, and say so
     plots = []
     if note is None:
         from opik_metrics.compare.report.plots import write_plots
         plots = write_plots(comparison, out_dir / PLOTS_DIR)
     html_path = out_dir / HTML_NAME
-    html_path.write_text(render_html(comparison, plots, plots_note=note), encoding="utf-8", errors="backslashreplace")
+    write_in_place(html_path, render_html(comparison, plots, plots_note=note), errors="backslashreplace")
     return ReportFiles(html=html_path, json=json_path, plots=[out_dir / p.path for p in plots], note=note)

@@ -17,6 +17,7 @@ from matplotlib.ticker import LogFormatter
 from opik_metrics.compare.model import Comparison, Pair, ScoreSummary, ScoreValue
 from opik_metrics.compare.report.plot_files import PLOTS_DIR, PlotFile
 from opik_metrics.core.numbers import is_number
+from opik_metrics.core.report_files import real_folder, save_figure
 
 FIGSIZE = (6.4, 3.6)
 DPI = 100
@@ -320,11 +321,10 @@ def iter_figures(comparison: Comparison) -> Iterator[tuple[PlotFile, Figure]]:
 
 def write_plots(comparison: Comparison, plots_dir: str | Path) -> list[PlotFile]:
     """Save every figure as a PNG into ``plots_dir`` (created); paths in the result are ``plots/<file>``."""
-    plots_dir = Path(plots_dir)
-    plots_dir.mkdir(parents=True, exist_ok=True)
+    plots_dir = real_folder(Path(plots_dir))
     written = []
     for plot, figure in iter_figures(comparison):
-        figure.savefig(plots_dir / Path(plot.path).name, dpi=DPI, metadata={"Software": None})
+        save_figure(figure, plots_dir / Path(plot.path).name, dpi=DPI, metadata={"Software": None})
         figure.clear()  # detached figures are not registered with pyplot: clearing frees them at once
         written.append(plot)
     return written
