@@ -31,6 +31,7 @@ from opik_metrics.core.statistics_checks import statistics_problem
 from opik_metrics.compare.model import (Comparison, ComparisonSettings, ExperimentSummary, FailedItem,
                                         ItemDifference, Pair, PairResult, ScoreSummary, ScoreValue, Verdict)
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.reading.signing import unsigned_difference
 from opik_metrics.compare.statistics.binary import mcnemar_exact, newcombe_paired_interval, wilson_interval
 from opik_metrics.compare.statistics.bootstrap import P_VALUE_RULES
 from opik_metrics.compare.statistics.permutation import DEFAULT_PERMUTATIONS, paired_permutation
@@ -520,7 +521,8 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
     options = {m.name: differing for m in metrics
-               if (differing := signature_differences(m.name, baseline, system)[0])}
+               if (differing := signature_differences(m.name, baseline, system)[0]
+                   or unsigned_difference(m.name, baseline.config, system.config))}
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
                 metrics={m.name: _no_statistics_note(_pair_metric(m, baseline, system, shared, settings, context), m,
@@ -625,7 +627,7 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
         what = "paired items" if clusters is None else f"clusters ({len(both)} paired items)"
         notes.insert(0, f"only {units} {what}: a verdict needs at least "
                         f"{settings.min_items}; the p-value is shown for information only")
-    elif test == "permutation" and 2.0 ** (1 - units) >= settings.alpha:
+    elif test == "permutation" and 2.0 ** (1 - units) >= settings.alpha and result.note is None:
         notes.append(f"with {units} paired units the permutation test's smallest two-sided p is "
                      f"1/2^{units - 1} = {2.0 ** (1 - units):.3g}: no difference can be significant at "
                      f"alpha={settings.alpha:g}; more items would test it")

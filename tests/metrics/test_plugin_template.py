@@ -45,7 +45,7 @@ ITEMS = [{"id": "a", "output": "a dog runs fast", "reference": "a dog runs"},   
 
 
 def test_the_page_plugin_installs_and_scores_from_the_command_line(python, tmp_path):
-    shown = _run([python, "-m", "opik_metrics", "score", "--help"], tmp_path).stdout
+    shown = _run([python, "-m", "opik_metrics", "score", "-m", "word_ratio", "--help"], tmp_path).stdout
     assert "word_ratio" in shown and "--word-ratio-scale" in shown
     path = write_jsonl(tmp_path / "in.jsonl", ITEMS)
     done = _run([python, "-m", "opik_metrics", "score", "-i", path, "-m", "word_ratio", "--word-ratio-scale", "2",
