@@ -115,7 +115,7 @@ def check_recorded_facts(where: str, name: str, facts: MetricFacts) -> None:
             stated = " or ".join(sorted(own)) if own else "no corpus formula"
             raise RecordedFactsError(f"{at}: field 'formula' is {corpus.formula!r}, but {facts.kind} states "
                                      f"{stated}; the record was edited or damaged (score it again)")
-        if corpus.carrier not in scores:
+        if (scores or own is not None) and corpus.carrier not in scores:     # a user's metric may state no scores
             raise RecordedFactsError(f"{at}: field 'carrier' is {corpus.carrier!r}, which is not one of the "
                                      f"metric's scores ({', '.join(sorted(scores)) or 'none'})")
         rule = _RULES.get(corpus.formula)
