@@ -69,10 +69,10 @@ def shuffled_differences(baseline: Statistic, system: Statistic, permutations: i
         if rows_a.shape != rows_b.shape:
             raise ValueError(f"the two sides' statistics differ in shape ({rows_a.shape} and {rows_b.shape}); "
                              "a permutation test swaps rows of one kind")
+        sum_a, sum_b, moved = rows_a.sum(axis=0), rows_b.sum(axis=0), rows_b - rows_a
         for block in swap_blocks(base.n_items, permutations, seed):
-            keep = ~block
-            pseudo_base = block @ rows_b + keep @ rows_a      # a swapped unit gives the baseline the system's row
-            pseudo_system = keep @ rows_b + block @ rows_a
+            swapped = block.astype(np.float64) @ moved         # what the swapped units move from one side to the other
+            pseudo_base, pseudo_system = sum_a + swapped, sum_b - swapped
             out[start:start + len(block)] = [other.formula(s) - base.formula(b) for s, b in
                                              zip(pseudo_system.tolist(), pseudo_base.tolist())]
             start += len(block)
