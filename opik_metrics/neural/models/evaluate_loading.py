@@ -17,11 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from opik_metrics.neural.models.hub_access import hub_offline, hub_unreachable
 from opik_metrics.neural.models.registry import ModelNotAvailableError
 
-#: Seconds the hub gets to answer (connect, then read) before it counts as unreachable.
-HUB_PROBE_TIMEOUT = (3.0, 3.0)
-_TRUE = {"1", "ON", "YES", "TRUE"}
 _LOAD_LOCK = threading.Lock()      # evaluate's offline switch is process-wide: one load at a time
 
 
@@ -32,32 +30,6 @@ class EvaluateModuleNotAvailable(ModelNotAvailableError):
 class EvaluateScriptError(ValueError):
     """An ``evaluate`` module that is there but whose own code fails: its script raises, defines no
     module class, or its ``compute`` fails on a probe item. The message names the module and the error."""
-
-
-def hub_offline() -> str | None:
-    """Why the hub counts as offline (the variable that says so), or None."""
-    for var in ("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE"):
-        if os.environ.get(var, "").upper() in _TRUE:
-            return f"{var}={os.environ[var]}"
-    try:
-        import huggingface_hub.constants as hub_constants
-        if getattr(hub_constants, "HF_HUB_OFFLINE", False):
-            return "huggingface_hub offline mode"
-    except ImportError:  # pragma: no cover - evaluate depends on huggingface_hub
-        pass
-    return None
-
-
-def hub_unreachable(endpoint: str, timeout: tuple[float, float] = HUB_PROBE_TIMEOUT) -> str | None:
-    """Why ``endpoint`` does not answer within ``timeout`` (the error), or None when it answers
-    (any HTTP status counts: the hub is there). Honours the proxy variables, as evaluate does."""
-    import requests
-
-    try:
-        requests.head(endpoint, timeout=timeout, allow_redirects=False)
-    except requests.RequestException as exc:
-        return f"{endpoint} did not answer: {type(exc).__name__}, after at most {sum(timeout):g} s"
-    return None
 
 
 def is_local_spec(spec: str) -> bool:
@@ -115,7 +87,7 @@ def load_evaluate_module(spec: str, config_name: str | None = None, **load_kwarg
                 raise EvaluateScriptError(_script_failure(spec, exc)) from exc
     from evaluate import config as evaluate_config
 
-    why = hub_offline() or hub_unreachable(evaluate_config.HF_ENDPOINT)
+    why = hub_offline(("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE")) or hub_unreachable(evaluate_config.HF_ENDPOINT)
     try:
         with _LOAD_LOCK, _evaluate_settings(offline=why is not None):
             return evaluate.load(spec, config_name=config_name, **load_kwargs)

@@ -87,7 +87,9 @@ def resolve_model(name: str) -> ResolvedModel:
     looks_like_path = name.startswith((".", "/", "~")) or name.count("/") > 1
     if looks_like_path:
         raise ModelNotAvailableError(f"model path {name!r} does not exist")
-    return ResolvedModel(name=name, source=name, kind="hub", hub_id=name)
+    from opik_metrics.neural.models.hub_access import hub_source
+
+    return ResolvedModel(name=name, source=hub_source(name), kind="hub", hub_id=name)
 
 
 def offline_help(name: str, packaged: tuple[str, ...] = tuple(sorted(PACKAGED_MODELS)), kind: str = "model") -> str:
