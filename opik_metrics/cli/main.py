@@ -9,6 +9,7 @@ from typing import Sequence
 from opik_metrics.cli import agreement, caption, compare, experiments, explain, score, traces
 from opik_metrics.cli.errors import (DEBUG_ENV, CLIError, check_arguments, debugging, fail, internal_error, parse_arguments,
                                      plugin_warnings_in_one_line, run_command)
+from opik_metrics.cli.suggestions import SuggestingParser
 
 
 COMMANDS = (score, explain, caption, experiments, compare, agreement, traces)
@@ -21,7 +22,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     name and help line only: a command reads the metric catalog (and loads plugins, whose import may
     be slow or broken) only when its own arguments come from it (``score``, ``experiments``, ``caption``,
     ``explain``, ``traces``)."""
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="opik-metrics", description="Score text files, run captioning experiments, and compare experiments "
         "(with or without an Opik server). `opik-metrics COMMAND --help` tells more. Exit status: 0 done, "
         "1 a regression (compare --fail-on), 2 a usage or data error, 3 a server that lacks what was sent, "
@@ -32,6 +33,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module in COMMANDS:
         if module.COMMAND == command:
             module.register(sub)
+            parser.command_parser = sub.choices[module.COMMAND]
         else:
             sub.add_parser(module.COMMAND, help=module.HELP)
     return parser

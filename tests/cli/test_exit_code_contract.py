@@ -177,6 +177,32 @@ def test_the_catalog_suggests_from_python_too():
         metric_class("bleuu")
 
 
+@pytest.mark.parametrize("argv, hints", [
+    (["score", "-p", "{p}", "-r", "{p}", "-m", "bleu", "--bleu-tokenise", "13a"],
+     ["--bleu-tokenise: did you mean --bleu-tokenize?"]),
+    (["score", "-i", "{p}", "-o", "{p}.jsonl", "--keeep", "output", "--remvoe-stopwords"],
+     ["--keeep: did you mean --keep?", "--remvoe-stopwords: did you mean --remove-stopwords?"]),
+    (["compare", "a.jsonl", "b.jsonl", "--fail-on-worse"], ["--fail-on-worse: did you mean --fail-on?"]),
+    (["agreement", "a.jsonl", "--humans=h"], ["--humans: did you mean --human?"]),
+], ids=["a metric's option", "two options", "compare", "agreement, option=value"])
+def test_an_unknown_option_names_the_commands_closest_options(argv, hints, capsys, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("a\n", encoding="utf-8")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main([a.format(p=path) for a in argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-len(hints) - 1].startswith("opik-metrics: error: unrecognized arguments: ")
+    assert [line.strip() for line in err[-len(hints):]] == hints
+
+
+def test_an_option_nothing_resembles_gets_no_guess(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "a.jsonl", "b.jsonl", "--zzzzzz"])
+    assert capsys.readouterr().err.splitlines()[-1] == "opik-metrics: error: unrecognized arguments: --zzzzzz"
+
+
 # -- 7. each command in its own words; rounding is no spread -----------------------------------------------
 
 def test_agreement_speaks_of_agreement(scored, capsys, tmp_path):
