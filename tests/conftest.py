@@ -15,6 +15,28 @@ import pytest  # noqa: E402
 huggingface_hub.constants.HF_HUB_OFFLINE = True
 
 from tests.opik_backend import emulated_backend  # noqa: E402
+from tests.process_sweep import end, mark_this_run, marked_processes  # noqa: E402
+
+_OWNS_RUN_MARK = False
+
+
+def pytest_configure(config):
+    """The pytest process of a run (not an xdist worker, not a run inside a test) marks what the run
+    starts, and first ends what a killed earlier run left behind."""
+    global _OWNS_RUN_MARK
+    if hasattr(config, "workerinput"):
+        return
+    _OWNS_RUN_MARK = mark_this_run()
+    if _OWNS_RUN_MARK:
+        end(marked_processes(owner_alive=False))
+
+
+def pytest_unconfigure(config):
+    """Ends every process this run started that is still there (also after Ctrl-C)."""
+    if _OWNS_RUN_MARK and not hasattr(config, "workerinput"):
+        left = end(marked_processes())
+        if left:
+            print(f"\nended {left} process(es) the test run left behind (a test process killed mid-run)")
 
 
 @pytest.fixture(autouse=True, scope="session")
