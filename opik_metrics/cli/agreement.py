@@ -1,5 +1,5 @@
 """``opik-metrics agreement``: which of an experiment's scores agrees best with a human score
-(Kendall tau-c and tau-b, Spearman, Pearson, with bootstrap intervals), from the local store, an
+(Kendall tau-b and tau-c, Spearman, Pearson, with bootstrap intervals), from the local store, an
 Opik server or a record file; given several experiments, raters, levels or --compare-metrics, the
 meta-evaluation (``opik_metrics.meta_evaluation.evaluation``)."""
 from __future__ import annotations
@@ -24,13 +24,12 @@ def cmd_meta(args: argparse.Namespace) -> int:
     """Levels, several experiments or raters, metric-vs-metric tests: the meta-evaluation."""
     from opik_metrics.compare.reading.sources import load_compared
     from opik_metrics.compare.statistics.bootstrap import resamples_for
-    from opik_metrics.compare.statistics.correlation import METHODS
     from opik_metrics.meta_evaluation.evaluation import MetaSettings, meta_evaluate
-    from opik_metrics.meta_evaluation.metric_agreement import too_few_resamples
+    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, too_few_resamples
     from opik_metrics.meta_evaluation.table import rated_table, ratings_file
 
     settings = MetaSettings(levels=tuple(dict.fromkeys(args.level or ["pooled"])),
-                            methods=tuple(dict.fromkeys(args.method)) if args.method else METHODS,
+                            methods=tuple(dict.fromkeys(args.method)) if args.method else DEFAULT_METHODS,
                             resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                             compare_metrics=args.compare_metrics, permutations=args.permutations,
                             labels=True if args.labels else None, thresholds=_thresholds(args.threshold),
@@ -143,11 +142,10 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         return cmd_meta(args)
     from opik_metrics.compare.reading.sources import load_compared
     from opik_metrics.compare.statistics.bootstrap import resamples_for
-    from opik_metrics.compare.statistics.correlation import METHODS
-    from opik_metrics.meta_evaluation.metric_agreement import AgreementSettings, too_few_resamples
+    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, AgreementSettings, too_few_resamples
     from opik_metrics.meta_evaluation.source import agreement_of
 
-    methods = tuple(dict.fromkeys(args.method)) if args.method else METHODS
+    methods = tuple(dict.fromkeys(args.method)) if args.method else DEFAULT_METHODS
     settings = AgreementSettings(methods=methods, raters=args.raters, resamples=args.resamples, seed=args.seed,
                                  confidence=args.confidence)
     settings.check()
@@ -200,7 +198,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "agreement", help=HELP,
         description="Correlate each automatic score of an experiment with a human score on the items both have: "
-                    "Kendall's tau-c and tau-b (the CLIPScore paper reports tau-c on Flickr8K-Expert, tau-b on Flickr8K-CF), Spearman and Pearson, each with a "
+                    "Kendall's tau-b and tau-c (tau-b first, as SummEval and the WMT metrics task print it; the "
+                    "CLIPScore paper reports tau-c on Flickr8K-Expert, tau-b on Flickr8K-CF), Spearman and Pearson, "
+                    "each with a "
                     "percentile bootstrap interval over resampled items, and a paired bootstrap of each metric's "
                     "correlation against the best one's. The human score is an item score of that name (a "
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "
@@ -240,9 +240,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
                              "parts and the human one)")
-    parser.add_argument("--method", action="append", choices=["kendall_c", "kendall_b", "spearman", "pearson"],
-                        help="correlation to compute (repeatable; default all four); only those asked for are "
-                             "computed on each resample")
+    parser.add_argument("--method", action="append", choices=["kendall_b", "kendall_c", "spearman", "pearson"],
+                        help="correlation to compute (repeatable; default all four: kendall_b, kendall_c, spearman, "
+                             "pearson); the columns follow the order asked, the first leads (--compare-metrics "
+                             "tests it); only those asked for are computed on each resample")
     parser.add_argument("--raters", choices=["mean", "pairs"], default="mean",
                         help="several ratings of one item: their mean (default), or each rating a pair of its own "
                              "(an item's pairs are resampled together)")
@@ -262,7 +263,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=["table", "json"], default="table", help="what to print (default table)")
     parser.add_argument("--publish", action="store_true",
                         help="write each correlation and its interval as experiment scores on the experiment in Opik "
-                             "(agreement.kendall_c.SCORE, .ci_low, .ci_high; a meta-evaluation: meta.LEVEL.METHOD.SCORE on each "
+                             "(agreement.kendall_b.SCORE, .ci_low, .ci_high; a meta-evaluation: meta.LEVEL.METHOD.SCORE on each "
                              "experiment compared) and the whole result in its metadata; "
                              "an experiment of the local store must be pushed first")
     parser.add_argument("--output", "-o", metavar="DIR",

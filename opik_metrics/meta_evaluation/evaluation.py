@@ -20,7 +20,7 @@ from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAUL
 from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS, LabelAgreement, is_labels, label_agreement, majority_labels
 from opik_metrics.meta_evaluation.levels.by_level import LEVELS, LevelValue, level_values
 from opik_metrics.meta_evaluation.levels.rater_pairs import pair_level_values
-from opik_metrics.meta_evaluation.metric_agreement import RATERS
+from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, RATERS
 from opik_metrics.meta_evaluation.metric_tests import PairTest, compare_pairs, significance_groups
 from opik_metrics.meta_evaluation.raters import ALPHA_METRICS, krippendorff_alpha, rest_mean
 from opik_metrics.meta_evaluation.table import RatedTable
@@ -33,7 +33,7 @@ class MetaSettings:
     """Levels and correlations asked for, the bootstrap, and the metric-vs-metric test."""
 
     levels: tuple[str, ...] = ("pooled",)
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = DEFAULT_METHODS
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
     confidence: float = DEFAULT_CONFIDENCE

@@ -22,8 +22,8 @@ from opik_metrics.compare.statistics.bootstrap import (paired_from_resamples, pe
 from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations_together
 from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, bounded_count
 
-__all__ = ["DEFAULT_KENDALL", "RATERS", "Agreement", "AgreementSettings", "Correlation", "MetricAgreement",
-           "VersusBest", "agreement_from_scores", "too_few_resamples"]
+__all__ = ["DEFAULT_KENDALL", "DEFAULT_METHODS", "RATERS", "Agreement", "AgreementSettings", "Correlation",
+           "MetricAgreement", "VersusBest", "agreement_from_scores", "too_few_resamples"]
 
 #: Bound on the elements of one (resamples x pairs) block of weights.
 _BLOCK = 1 << 22
@@ -32,19 +32,21 @@ _BLOCK = 1 << 22
 #: (the item's pairs are resampled together).
 RATERS = ("mean", "pairs")
 
-#: The Kendall variant the table leads with: tau-c, which the CLIPScore paper (Hessel et al. 2021,
-#: Table 1) reports on Flickr8K-Expert, ratings on a 1-4 scale; on Flickr8K-CF (yes/no votes) it
-#: reports tau-b, which is computed beside it.
-DEFAULT_KENDALL = "kendall_c"
-KENDALL_NOTE = ("Kendall tau-c leads, as the CLIPScore paper reports it on Flickr8K-Expert (tau-b on "
-                "Flickr8K-CF)")
+#: The correlations computed when ``--method`` names none, in the order their columns are printed:
+#: Kendall tau-b first, as meta-evaluations print it (SummEval, Fabbri et al. 2021; the WMT metrics
+#: task; the CLIPScore paper on Flickr8K-CF), then tau-c (the CLIPScore paper's Flickr8K-Expert
+#: number, ratings on a 1-4 scale), Spearman and Pearson. ``--method`` sets the columns and their order.
+DEFAULT_METHODS = ("kendall_b", "kendall_c", "spearman", "pearson")
+DEFAULT_KENDALL = DEFAULT_METHODS[0]
+KENDALL_NOTE = ("Kendall tau-b leads, as SummEval and the WMT metrics task print it (tau-c beside it, the CLIPScore "
+                "paper's Flickr8K-Expert number); --method sets the columns and their order")
 
 
 @dataclass(frozen=True)
 class AgreementSettings:
     """Which correlations, how ratings combine, and the bootstrap (resamples, seed, confidence)."""
 
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = DEFAULT_METHODS
     raters: str = "mean"
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED

@@ -1,5 +1,5 @@
 """``agreement --publish``: each correlation and its interval as experiment scores on the experiment
-in Opik (``agreement.kendall_c.cider``, ``agreement.kendall_c.cider.ci_low`` / ``.ci_high``), and the
+in Opik (``agreement.kendall_b.cider``, ``agreement.kendall_b.cider.ci_low`` / ``.ci_high``), and the
 whole agreement in its metadata. Scores someone else logged are kept (read, merge, one write);
 names an earlier agreement publish wrote are replaced; the same agreement twice writes nothing.
 A meta-evaluation (levels, raters, labels) publishes the same way under ``meta.`` names and its own
@@ -60,7 +60,7 @@ def publish_agreement(result: Agreement, name: str, *, client: Any = None,
 
 def meta_scores(result: MetaEvaluation) -> dict[str, float]:
     """The experiment scores of a meta-evaluation: per level, statistic and score its value and
-    interval (``meta.item.kendall_c.cider``, ``meta.raters.alpha_interval``, ``meta.labels.kappa.judge``)."""
+    interval (``meta.item.kendall_b.cider``, ``meta.raters.alpha_interval``, ``meta.labels.kappa.judge``)."""
     out: dict[str, float] = {}
 
     def put(name: str, estimate: float | None, low: float | None, high: float | None) -> None:

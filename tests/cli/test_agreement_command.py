@@ -30,7 +30,7 @@ def test_json_is_the_python_apis_agreement(rated, capsys):
     printed = json.loads(capsys.readouterr().out)
     expected = agreement(rated, "human", resamples=40, seed=3).to_dict()
     assert printed == json.loads(json.dumps(expected))
-    assert printed["settings"]["seed"] == 3 and printed["kendall_variant"]["default"] == "kendall_c"
+    assert printed["settings"]["seed"] == 3 and printed["kendall_variant"]["default"] == "kendall_b"
     assert [m["metric"] for m in printed["metrics"]] == ["bleu", "rouge1_f1", "rouge2_f1", "rougeL_f1"]
 
 
@@ -39,8 +39,8 @@ def test_table_and_one_line_errors(rated, capsys):
     assert main(["agreement", rated, "--human", "human", "-m", "bleu", "--resamples", "40"]) == 0
     out = capsys.readouterr().out
     assert "8 rated items, raters=mean" in out and "40 item resamples, seed 12345" in out
-    assert "tau-c leads, as the CLIPScore paper reports it on Flickr8K-Expert" in out.splitlines()[1]
-    assert out.splitlines()[2].split() == ["metric", "n", "kendall_c", "kendall_b", "spearman", "pearson"]
+    assert "tau-b leads, as SummEval and the WMT metrics task print it" in out.splitlines()[1]
+    assert out.splitlines()[2].split() == ["metric", "n", "kendall_b", "kendall_c", "spearman", "pearson"]
     assert main(["agreement", rated, "--human", "fluency"]) == 2
     err = capsys.readouterr().err
     assert "has a human score 'fluency'" in err and len(err.strip().splitlines()) == 1
@@ -91,3 +91,19 @@ def test_method_computes_only_what_is_asked_and_too_few_resamples_are_refused(ra
     assert len(err.splitlines()) == 1 and "smallest p-value is 1/11; use at least 20" in err
     assert main(["agreement", rated, "--human", "human", "--resamples", "99", "--confidence", "0.99"]) == 2
     assert "use at least 100" in capsys.readouterr().err
+
+
+def test_tau_b_leads_by_default_and_method_sets_the_columns_order(rated, capsys):
+    """Papers print tau-b first (SummEval, WMT): the default columns are kendall_b, kendall_c,
+    spearman, pearson, in the one-experiment table and the meta-evaluation's; --method's order is kept."""
+    capsys.readouterr()
+    assert main(["agreement", rated, "--human", "human", "-m", "bleu", "--resamples", "20", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["methods"] == ["kendall_b", "kendall_c", "spearman",
+                                                                          "pearson"]
+    assert main(["agreement", rated, "--human", "human", "-m", "bleu", "--level", "item", "--resamples", "20"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("metric"))
+    assert header.split() == ["metric", "n", "kendall_b", "kendall_c", "spearman", "pearson"]
+    assert main(["agreement", rated, "--human", "human", "-m", "bleu", "--method", "pearson", "--method", "kendall_c",
+                 "--resamples", "20"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("metric"))
+    assert header.split() == ["metric", "n", "pearson", "kendall_c"]
