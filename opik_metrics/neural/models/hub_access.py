@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from opik_metrics.neural.models.registry import ModelNotAvailableError
+from opik_metrics.neural.models.errors import ModelNotAvailableError
 
 #: Seconds the hub gets to answer (connect, then read) before it counts as unreachable.
 HUB_PROBE_TIMEOUT = (2.0, 3.0)

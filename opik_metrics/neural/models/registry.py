@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from opik_metrics.neural.models.errors import ModelNotAvailableError
+from opik_metrics.neural.models.hub_access import hub_source
+
+__all__ = ["ModelNotAvailableError", "PACKAGED_MODELS", "PACKAGED_PREFIX", "ResolvedModel", "offline_help",
+           "resolve_model"]
+
 PACKAGED_PREFIX = "packaged:"
-
-
-class ModelNotAvailableError(RuntimeError):
-    """A model name that cannot be resolved or loaded here; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,6 @@ def resolve_model(name: str) -> ResolvedModel:
     looks_like_path = name.startswith((".", "/", "~")) or name.count("/") > 1
     if looks_like_path:
         raise ModelNotAvailableError(f"model path {name!r} does not exist")
-    from opik_metrics.neural.models.hub_access import hub_source
-
     return ResolvedModel(name=name, source=hub_source(name), kind="hub", hub_id=name)
 
 
