@@ -1,72 +1,212 @@
 """``opik-metrics agreement``: which of an experiment's scores agrees best with a human score
 (Kendall tau-b and tau-c, Spearman, Pearson, with bootstrap intervals), from the local store, an
-Opik server or a record file; given several experiments, raters, levels or --compare-metrics, the
-meta-evaluation (``opik_metrics.meta_evaluation.evaluation``)."""
+Opik server, a record file or anyone's scored table (JSON Lines, CSV, Parquet: ``--metric COLUMN``
+names its metric columns); given several experiments, raters, levels, a ``--system`` column or
+--compare-metrics, the meta-evaluation (``opik_metrics.meta_evaluation.evaluation``); several
+``--dimension``s, one of either per dimension; ``--pairs``, WMT's DARR Kendall-like tau."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 from opik_metrics.cli.errors import CLIError
 from opik_metrics.cli.options import add_store_argument, check_work_bounds
 
+#: A dimension's name is a folder of ``--output`` DIR: letters, digits and ._- only.
+_DIMENSION_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
-def _meta_asked(args: argparse.Namespace) -> bool:
+
+def _dimensions(args: argparse.Namespace) -> list[tuple[str | None, list[str]]]:
+    """(name, human columns) for each human dimension: ``--dimension NAME`` (its column: a number,
+    or a list of numbers one per rater) or ``--dimension NAME=COL,COL`` (one rater column each);
+    without --dimension, one unnamed dimension: ``--human``'s columns (repeated: the raters of one
+    score), or none with --ratings."""
+    given = args.dimension or []
+    if not given:
+        return [(None, list(args.human or []))]
+    clash = next((flag for flag, on in (("--human", args.human), ("--ratings", args.ratings),
+                                        ("--publish", args.publish)) if on), None)
+    if clash == "--publish":
+        raise CLIError("--publish writes one human score's agreement onto an experiment (its score names carry no "
+                       "dimension): publish one --human at a time")
+    if clash is not None:
+        raise CLIError(f"--dimension with {clash}: name the human scores one way: --human SCORE for one score "
+                       "(repeated: its raters' columns), --dimension NAME for each of several (NAME=COL,COL "
+                       "for one whose raters are columns)")
+    out: list[tuple[str | None, list[str]]] = []
+    for text in given:
+        name, sep, columns = text.partition("=")
+        raters = [c.strip() for c in columns.split(",")] if sep else [name]
+        if not _DIMENSION_NAME.match(name) or (sep and not all(raters)):
+            raise CLIError(f"--dimension {text!r}: expected NAME (a human column) or NAME=COLUMN,COLUMN (its raters' "
+                           "columns); NAME in letters, digits, '_', '.', '-' (it names the dimension's report folder)")
+        if any(name == n for n, _ in out):
+            raise CLIError(f"--dimension {name} is given twice; name each dimension once")
+        out.append((name, raters))
+    return out
+
+
+def _meta_asked(args: argparse.Namespace, dimensions: list[tuple[str | None, list[str]]]) -> bool:
     """Whether anything beyond one experiment's pooled agreement with one human score is asked."""
     return (len(args.name) > 1 or bool(args.level and args.level != ["pooled"]) or bool(args.group_by)
-            or args.compare_metrics or len(args.human) > 1 or bool(args.ratings) or args.labels
-            or bool(args.threshold))
+            or bool(args.system) or args.compare_metrics or any(len(h) > 1 for _, h in dimensions)
+            or bool(args.ratings) or args.labels or bool(args.threshold))
 
 
-def cmd_meta(args: argparse.Namespace) -> int:
+@dataclass
+class _Loaded:
+    """The experiments read, the scores to negate when they state no direction (a scored table;
+    None: their own), and what the result should say about how they were read."""
+
+    records: list
+    lower: set[str] | None = None
+    notes: list[str] = field(default_factory=list)
+    unrated: dict[str, list[str]] = field(default_factory=dict)    # human column -> notes
+
+
+def _load(args: argparse.Namespace, humans: list[str]) -> _Loaded:
+    """Record files, stored or Opik experiments (``load_compared``), or scored tables (files with
+    no record header, read with --metric's columns)."""
+    from opik_metrics.meta_evaluation.scored_table import direction_note, is_scored_table, read_scored_table
+
+    tables = [n for n in args.name if is_scored_table(n)]
+    if not tables:
+        flag = "--lower-is-better" if args.lower_is_better else "--id-field" if args.id_field else None
+        if flag is not None:
+            raise CLIError(f"{flag} is for a scored table's columns (a file with no record header); "
+                           f"{args.name[0]} states its scores' direction and ids itself")
+        from opik_metrics.compare.reading.sources import load_compared
+
+        records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
+                                   publishing=args.publish, check_pushed=args.publish,
+                                   local_advice="or pass --store PATH to read an experiment of the local store")
+        _read_annotators(records, args, humans)
+        return _Loaded(records)
+    if len(tables) < len(args.name):
+        other = next(n for n in args.name if n not in tables)
+        raise CLIError(f"{tables[0]} is a scored table (no record header) but {other} is not: give several systems "
+                       "all as tables, all as record files or all as experiments")
+    if args.publish:
+        raise CLIError(f"--publish writes onto experiments on the Opik server; {tables[0]} is a table file")
+    if not args.metric:
+        from opik_metrics.streams.sources import open_source
+
+        first = next(open_source(tables[0]).chunks(1), None)
+        columns = ", ".join(map(str, first.records[0])) if first and isinstance(first.records[0], dict) else "none"
+        raise CLIError(f"{tables[0]} has no record header (`opik-metrics score --output` writes one): to read it as a "
+                       "scored table, name its metric columns with --metric COLUMN (repeatable; --lower-is-better "
+                       f"COLUMN for one where lower is better, --id-field COLUMN for its ids, default id); its "
+                       f"columns are {columns}")
+    loaded = _Loaded([])
+    for path in tables:
+        table = read_scored_table(path, args.metric, lower_is_better=args.lower_is_better or (),
+                                  id_field=args.id_field or "id", human=humans,
+                                  unique_ids=not (args.system or args.group_by), progress=sys.stderr.isatty())
+        loaded.records.append(table.records)
+        loaded.lower = table.lower_is_better
+        if not loaded.notes:
+            loaded.notes.append(direction_note(table))
+        for column, n in table.unrated.items():
+            loaded.unrated.setdefault(column, []).append(f"{path}: {n} row(s) have no {column!r} rating: left out of "
+                                                         "its correlations")
+    return loaded
+
+
+def cmd_meta(args: argparse.Namespace, loaded: _Loaded, human: list[str]) -> Any:
     """Levels, several experiments or raters, metric-vs-metric tests: the meta-evaluation."""
-    from opik_metrics.compare.reading.sources import load_compared
-    from opik_metrics.compare.statistics.bootstrap import resamples_for
-    from opik_metrics.meta_evaluation.evaluation import MetaSettings, meta_evaluate
-    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, too_few_resamples
+    from opik_metrics.meta_evaluation.evaluation import meta_evaluate
     from opik_metrics.meta_evaluation.table import rated_table, ratings_file
+
+    settings = _meta_settings(args)
+    long = ratings_file(args.ratings) if args.ratings else None
+    table = rated_table(loaded.records, human, args.metric, group_by=args.group_by, system=args.system,
+                        long_ratings=long, lower_is_better=loaded.lower)
+    result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
+    result.notes += [*loaded.notes, *(n for h in human for n in loaded.unrated.get(h, []))]
+    return result
+
+
+def _meta_settings(args: argparse.Namespace) -> Any:
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.meta_evaluation.evaluation import MetaSettings
+    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, too_few_resamples
 
     settings = MetaSettings(levels=tuple(dict.fromkeys(args.level or ["pooled"])),
                             methods=tuple(dict.fromkeys(args.method)) if args.method else DEFAULT_METHODS,
                             resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                             compare_metrics=args.compare_metrics, permutations=args.permutations,
                             labels=True if args.labels else None, thresholds=_thresholds(args.threshold),
-                            raters=args.raters, group_by=args.group_by, ratings_file=args.ratings)
+                            raters=args.raters, group_by=args.group_by, ratings_file=args.ratings,
+                            system=args.system)
     settings.check()
-    if args.group_by and "system" in settings.levels:
+    if args.group_by and not args.system and "system" in settings.levels:
         raise ValueError("--level system needs systems (several experiments); the outputs --group-by collects "
-                         "under one item are not systems")
+                         "under one item are not systems unless --system FIELD names each row's system")
     if settings.resamples < resamples_for(1.0 - settings.confidence):
         raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
     if settings.compare_metrics and settings.permutations < resamples_for(1.0 - settings.confidence):
         raise ValueError("--permutations: "
                          + too_few_resamples(settings.permutations, 1.0 - settings.confidence, "permutations"))
-    records, _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
-                               publishing=args.publish, check_pushed=args.publish,
-                               local_advice="or pass --store PATH to read an experiment of the local store")
-    _read_annotators(records, args)
-    long = ratings_file(args.ratings) if args.ratings else None
-    table = rated_table(records, args.human, args.metric, group_by=args.group_by, long_ratings=long)
-    result = meta_evaluate(table, settings, progress=sys.stderr.isatty())
-    files = None
-    if args.output:
-        from opik_metrics.meta_evaluation.meta_report import write_meta_report
+    return settings
 
-        try:
-            files = write_meta_report(result, args.output)
-        except OSError as exc:
-            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
-        if files.note is not None:
-            print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
-    sys.stdout.write(result.to_json() if args.format == "json" else result.format_table())
-    if files is not None and args.format != "json":
-        print(f"\nreport: {files.html}\ndata:   {files.json}")
-    if args.publish:
+
+def _agreement_settings(args: argparse.Namespace) -> Any:
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, AgreementSettings, too_few_resamples
+
+    methods = tuple(dict.fromkeys(args.method)) if args.method else DEFAULT_METHODS
+    settings = AgreementSettings(methods=methods, raters=args.raters, resamples=args.resamples, seed=args.seed,
+                                 confidence=args.confidence)
+    settings.check()
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    return settings
+
+
+def cmd_pooled(args: argparse.Namespace, loaded: _Loaded, human: str) -> Any:
+    """One experiment's pooled agreement with one human score (``agreement_of``)."""
+    from opik_metrics.meta_evaluation.source import agreement_of
+
+    [records] = loaded.records
+    result = agreement_of(records, human, args.metric, _agreement_settings(args), progress=sys.stderr.isatty(),
+                          lower_is_better=loaded.lower)
+    _note_labels(result, records, human)
+    result.notes += [*loaded.notes, *loaded.unrated.get(human, [])]
+    return result
+
+
+def _write_report(result: Any, folder: str) -> Any:
+    from opik_metrics.meta_evaluation.evaluation import MetaEvaluation
+
+    files: Any
+    try:
+        if isinstance(result, MetaEvaluation):
+            from opik_metrics.meta_evaluation.meta_report import write_meta_report
+
+            files = write_meta_report(result, folder)
+        else:
+            from opik_metrics.meta_evaluation.report import write_agreement_report
+
+            files = write_agreement_report(result, folder)
+    except OSError as exc:
+        raise ValueError(f"cannot write the report to {folder}: {exc}") from None
+    if files.note is not None:
+        print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
+    return files
+
+
+def _publish(args: argparse.Namespace, result: Any, records: list) -> None:
+    from opik_metrics.meta_evaluation.evaluation import MetaEvaluation
+
+    say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
+    if isinstance(result, MetaEvaluation):
         from opik_metrics.meta_evaluation.publish import publish_meta
 
-        say = sys.stderr if args.format == "json" else sys.stdout
         for experiment in records:
             published = publish_meta(result, experiment.name, project_name=args.project)
             print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} meta-evaluation "
@@ -74,7 +214,63 @@ def cmd_meta(args: argparse.Namespace) -> int:
             for score, (theirs, ours) in published.kept.items():
                 print(f"{experiment.name}: {score} was logged before as {theirs:.6g}; kept (this meta-evaluation "
                       f"has {ours:.6g})", file=say)
-    return 0
+        return
+    from opik_metrics.meta_evaluation.publish import publish_agreement
+
+    [experiment] = records
+    published = publish_agreement(result, experiment.name, project_name=args.project)
+    print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} agreement score(s) on "
+          f"experiment {experiment.name}", file=say)
+    for score, (theirs, ours) in published.kept.items():
+        print(f"{experiment.name}: {score} was logged before as {theirs:.6g}; kept (this agreement has {ours:.6g})",
+              file=say)
+
+
+def _emit_one(args: argparse.Namespace, result: Any, records: list) -> None:
+    """One dimension: the table or JSON, the report, the publish, as they always were."""
+    files = _write_report(result, args.output) if args.output else None
+    if args.format == "json":
+        sys.stdout.write(result.to_json())
+    else:
+        sys.stdout.write(result.format_table())
+        if files is not None:
+            print(f"\nreport: {files.html}\ndata:   {files.json}")
+    if args.publish:
+        _publish(args, result, records)
+
+
+#: The one file of ``--output DIR`` that holds every dimension's result.
+DIMENSIONS_JSON = "dimensions.json"
+
+
+def _emit_dimensions(args: argparse.Namespace, results: list[tuple[str, list[str], Any]]) -> None:
+    """Several dimensions: one table each (or one JSON holding all), and with --output a report
+    folder per dimension beside DIR/dimensions.json."""
+    document = {"dimensions": {name: result.to_dict() for name, _, result in results},
+                "human_columns": {name: human for name, human, _ in results}}
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    reports = {}
+    if args.output:
+        from pathlib import Path
+
+        from opik_metrics.core.report_files import real_folder, write_in_place
+
+        for name, _, result in results:
+            reports[name] = _write_report(result, os.path.join(args.output, name))
+        try:
+            write_in_place(real_folder(Path(args.output)) / DIMENSIONS_JSON, text)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+    if args.format == "json":
+        sys.stdout.write(text)
+        return
+    for k, (name, human, result) in enumerate(results):
+        columns = f"column {human[0]}" if human == [name] else f"rater columns {', '.join(human)}"
+        sys.stdout.write(("\n" if k else "") + f"== dimension {name} ({columns}) ==\n" + result.format_table())
+        if name in reports:
+            print(f"report: {reports[name].html}")
+    if args.output:
+        print(f"\ndata of every dimension: {os.path.join(args.output, DIMENSIONS_JSON)}")
 
 
 def _note_labels(result: Any, records: Any, human: str) -> None:
@@ -105,7 +301,7 @@ def _thresholds(given: list[str] | None) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def _read_annotators(records: list, args: argparse.Namespace) -> None:
+def _read_annotators(records: list, args: argparse.Namespace, humans: list[str]) -> None:
     """An Opik experiment's human score, read per author (``value_by_author``): one rater each."""
     opik_read = [r for r in records if any(item.trace_id for item in r.items)]
     if not opik_read or args.ratings:
@@ -113,19 +309,21 @@ def _read_annotators(records: list, args: argparse.Namespace) -> None:
     from opik_metrics.meta_evaluation.opik_authors import read_authors
 
     for experiment in opik_read:
-        read_authors(experiment, args.human, project_name=args.project, progress=sys.stderr.isatty())
+        read_authors(experiment, humans, project_name=args.project, progress=sys.stderr.isatty())
 
 
 def _check_names(args: argparse.Namespace) -> None:
-    """What the shared reader would say in compare's words, said in agreement's: a record file that
-    does not exist, a record file beside a stored experiment."""
-    from opik_metrics.compare.reading.sources import RECORD_FILE_SUFFIXES, is_record_file
+    """What the shared reader would say in compare's words, said in agreement's: a record file or
+    table that does not exist, a record file beside a stored experiment."""
+    from opik_metrics.compare.reading.sources import is_record_file
+    from opik_metrics.meta_evaluation.scored_table import TABLE_SUFFIXES, is_scored_table
 
-    absent = [n for n in args.name if n.lower().endswith(RECORD_FILE_SUFFIXES) and not os.path.exists(n)]
+    absent = [n for n in args.name if n.lower().endswith(TABLE_SUFFIXES) and not os.path.exists(n)]
     if absent and args.store is None and not args.opik:
         raise CLIError(f"no such record file: {absent[0]} (agreement reads the .jsonl or .parquet files that "
-                       "`score --output` writes: check the path, or the step that should have written it)")
-    files = [n for n in args.name if is_record_file(n)]
+                       "`score --output` writes, or a scored table (.jsonl, .csv, .parquet) with --metric COLUMN: "
+                       "check the path, or the step that should have written it)")
+    files = [n for n in args.name if is_record_file(n) or is_scored_table(n)]
     if files and len(files) < len(args.name):
         other = next(n for n in args.name if n not in files)
         raise CLIError(f"{other!r} is not a record file (an existing .jsonl or .parquet file) but {files[0]} is: "
@@ -133,56 +331,29 @@ def _check_names(args: argparse.Namespace) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    if not args.human and not args.ratings:
-        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table)")
-    args.human = args.human or []
+    if not args.human and not args.ratings and not args.dimension:
+        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table, or "
+                         "--dimension NAME for each of several human scores)")
+    dimensions = _dimensions(args)
     check_work_bounds(args)
     _check_names(args)
-    if _meta_asked(args):
-        return cmd_meta(args)
-    from opik_metrics.compare.reading.sources import load_compared
-    from opik_metrics.compare.statistics.bootstrap import resamples_for
-    from opik_metrics.meta_evaluation.metric_agreement import DEFAULT_METHODS, AgreementSettings, too_few_resamples
-    from opik_metrics.meta_evaluation.source import agreement_of
-
-    methods = tuple(dict.fromkeys(args.method)) if args.method else DEFAULT_METHODS
-    settings = AgreementSettings(methods=methods, raters=args.raters, resamples=args.resamples, seed=args.seed,
-                                 confidence=args.confidence)
-    settings.check()
-    if settings.resamples < resamples_for(1.0 - settings.confidence):
-        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
-    [records], _ = load_compared(args.name, store=args.store, opik=args.opik, project_name=args.project,
-                                 publishing=args.publish, check_pushed=args.publish,
-                                 local_advice="or pass --store PATH to read an experiment of the local store")
-    _read_annotators([records], args)
-    result = agreement_of(records, args.human[0], args.metric, settings, progress=sys.stderr.isatty())
-    _note_labels(result, records, args.human[0])
-    files = None
-    if args.output:
-        from opik_metrics.meta_evaluation.report import write_agreement_report
-
-        try:
-            files = write_agreement_report(result, args.output)
-        except OSError as exc:
-            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
-        if files.note is not None:
-            print(f"opik-metrics: note: the report has {files.note}", file=sys.stderr)
-    if args.format == "json":
-        sys.stdout.write(result.to_json())
+    if args.system and args.group_by == args.system:
+        raise CLIError(f"--system and --group-by both name {args.system!r}: one names the item, the other its system")
+    meta = _meta_asked(args, dimensions)
+    if meta:
+        _meta_settings(args)         # bad settings are refused before anything is read
     else:
-        sys.stdout.write(result.format_table())
-        if files is not None:
-            print(f"\nreport: {files.html}\ndata:   {files.json}")
-    if args.publish:
-        from opik_metrics.meta_evaluation.publish import publish_agreement
-
-        published = publish_agreement(result, records.name, project_name=args.project)
-        say = sys.stderr if args.format == "json" else sys.stdout      # stdout holds the JSON alone
-        print(f"{'published' if published.written else 'unchanged'}: {len(published.scores)} agreement score(s) on "
-              f"experiment {records.name}", file=say)
-        for score, (theirs, ours) in published.kept.items():
-            print(f"{records.name}: {score} was logged before as {theirs:.6g}; kept (this agreement has {ours:.6g})",
-                  file=say)
+        _agreement_settings(args)
+    humans = list(dict.fromkeys(h for _, human in dimensions for h in human))
+    loaded = _load(args, humans)
+    results = []
+    for name, human in dimensions:
+        result = cmd_meta(args, loaded, human) if meta else cmd_pooled(args, loaded, human[0])
+        results.append((name, human, result))
+    if len(results) == 1 and results[0][0] is None:
+        _emit_one(args, results[0][2], loaded.records)
+    else:
+        _emit_dimensions(args, [(str(name), human, result) for name, human, result in results])
     return 0
 
 
@@ -209,18 +380,28 @@ def register(subparsers: Any) -> None:
                     "--group-by, --ratings, --labels or --compare-metrics run the meta-evaluation: levels, "
                     "metric-vs-metric permutation tests, the raters' own agreement, label agreement.")
     parser.add_argument("name", metavar="NAME", nargs="+",
-                        help="the experiment (local store or Opik server), or a record file (.jsonl / .parquet "
-                             "written by `score --input ... --output --keep COLUMN`); several experiments on one "
-                             "dataset are several systems (item and system levels)")
+                        help="the experiment (local store or Opik server), a record file (.jsonl / .parquet "
+                             "written by `score --input ... --output --keep COLUMN`) or a scored table (.jsonl, "
+                             ".csv, .parquet with no record header: an id column, --metric columns, human columns); "
+                             "several experiments on one dataset are several systems (item and system levels)")
     parser.add_argument("--human", metavar="SCORE", action="append",
                         help="the human score's name; repeated, one rater column each (their mean is the human "
                              "score, and the raters' own agreement is shown)")
     parser.add_argument("--level", action="append", choices=["pooled", "item", "system"],
                         help="correlate pooled over all cells (default), per item across systems then averaged, "
                              "or on the systems' means (with pairwise accuracy); repeatable")
+    parser.add_argument("--dimension", action="append", metavar="NAME[=COLUMN,...]",
+                        help="a human dimension (coherence, fluency, ...): its column, or NAME=COL,COL its raters' "
+                             "columns; repeatable: one table per dimension (one JSON holding all, with -o a report "
+                             "folder each); instead of --human, whose repeats are the raters of one score")
     parser.add_argument("--group-by", metavar="FIELD",
                         help="one file whose rows are several outputs of one item: FIELD names the item (the "
-                             "unit resampled; item level correlates each item's outputs)")
+                             "unit resampled; item level correlates each item's outputs); the outputs are systems "
+                             "only when --system names whose each is")
+    parser.add_argument("--system", metavar="FIELD",
+                        help="one file whose rows are several systems' outputs: FIELD names each row's system, the "
+                             "id (or --group-by's FIELD) its item; then --level system and --compare-metrics need "
+                             "no file per system")
     parser.add_argument("--ratings", metavar="FILE",
                         help="human ratings as a long table (.jsonl / .csv with item, rater and rating columns; "
                              "item is the experiment's item key; with several experiments a system column names "
@@ -239,7 +420,15 @@ def register(subparsers: Any) -> None:
                              f"{MAX_PERMUTATIONS:,})")
     parser.add_argument("--metric", "-m", action="append", metavar="SCORE",
                         help="automatic score to correlate (repeatable; default: every score but precision/recall "
-                             "parts and the human one)")
+                             "parts and the human one); of a scored table (a file with no record header), the "
+                             "metric columns, which it needs")
+    parser.add_argument("--lower-is-better", action="append", metavar="COLUMN",
+                        help="a table's --metric column where lower is better (repeatable; negated, so a higher "
+                             "correlation is closer to people); the others are taken as higher is better, and the "
+                             "output says so; a record file's metrics state their own direction")
+    parser.add_argument("--id-field", metavar="COLUMN",
+                        help="a table's id column (default id): the item, or with --system the item a row's system "
+                             "output is of")
     parser.add_argument("--method", action="append", choices=["kendall_b", "kendall_c", "spearman", "pearson"],
                         help="correlation to compute (repeatable; default all four: kendall_b, kendall_c, spearman, "
                              "pearson); the columns follow the order asked, the first leads (--compare-metrics "

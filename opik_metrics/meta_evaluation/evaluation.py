@@ -46,6 +46,7 @@ class MetaSettings:
     # how the rated table was read, recorded with the numbers it gives (meta_evaluate reads the table)
     group_by: str | None = None
     ratings_file: str | None = None
+    system: str | None = None                  # the field naming each row's system (one file, several systems)
 
     def check(self) -> None:
         bad = [x for x in self.levels if x not in LEVELS]

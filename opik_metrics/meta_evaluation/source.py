@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from opik_metrics.compare.analysis import score_facts
 from opik_metrics.meta_evaluation.metric_agreement import Agreement, AgreementSettings, agreement_from_scores
@@ -20,10 +20,10 @@ from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.core.numbers import is_number
 
-__all__ = ["agreement", "agreement_of", "human_ratings", "item_ratings"]
+__all__ = ["agreement", "agreement_of", "human_ratings", "item_ratings", "parse_ratings"]
 
 
-def _parse(value: Any, key: str, human: str) -> list[float] | None:
+def parse_ratings(value: Any, key: str, human: str) -> list[float] | None:
     """The ratings in one item's field: None when it holds none (missing, null, empty text)."""
     if isinstance(value, str):
         text = value.strip()
@@ -53,7 +53,7 @@ def item_ratings(item: ItemRecord, human: str) -> list[float] | None:
         return [item.scores[human]]
     if human in item.non_finite:
         raise ValueError(f"item {item.key!r}: human score {human} is {item.non_finite[human]}")
-    return _parse(item.input.get(human), item.key, human)
+    return parse_ratings(item.input.get(human), item.key, human)
 
 
 def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[float]]:
@@ -73,10 +73,12 @@ def human_ratings(records: ExperimentRecords, human: str) -> dict[str, list[floa
 
 
 def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] | None = None,
-                 settings: AgreementSettings | None = None, *, progress: bool = False) -> Agreement:
+                 settings: AgreementSettings | None = None, *, progress: bool = False,
+                 lower_is_better: Collection[str] | None = None) -> Agreement:
     """The agreement of the experiment's scores (``metrics``, else every score but precision/recall
     parts and the human one) with the human score ``human``. The trials of one item are one item:
-    its mean score (``trials.merge_trials``)."""
+    its mean score (``trials.merge_trials``). ``lower_is_better``: the scores to negate, when the
+    records state no direction (a scored table); default: each metric's recorded direction."""
     records = merge_trials(records)
     ratings = human_ratings(records, human)
     available = [n for n in records.score_names() if n != human]
@@ -92,7 +94,8 @@ def agreement_of(records: ExperimentRecords, human: str, metrics: Sequence[str] 
         raise ValueError(f"{records.name} has no automatic score besides {human!r} to compare with it")
     scores = {name: {item.key: item.scores[name] for item in records.items if name in item.scores}
               for name in chosen}
-    lower = {name for name in chosen if not score_facts(name, [records]).higher_is_better}
+    lower = ({name for name in chosen if not score_facts(name, [records]).higher_is_better}
+             if lower_is_better is None else set(lower_is_better) & set(chosen))
     return agreement_from_scores(ratings, scores, settings, experiment=records.name, source=records.source,
                                  human_name=human, lower_is_better=lower, progress=progress)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
 from opik_metrics.compare.statistics.trials import merge_trials
 from opik_metrics.meta_evaluation.source import item_ratings
 
-__all__ = ["RatedTable", "rated_table", "ratings_file", "ratings_from_long_table"]
+__all__ = ["RatedTable", "cells_of", "rated_table", "ratings_file", "ratings_from_long_table"]
 
 
 @dataclass
@@ -48,13 +48,26 @@ class RatedTable:
         return -self.scores[metric] if metric in self.lower_is_better else self.scores[metric]
 
 
-def _cells(records: Sequence[ExperimentRecords], group_by: str | None
-           ) -> tuple[list[str], list[str], dict[tuple[str, str], ItemRecord]]:
-    """Item keys, system names and the record of each (item, system) cell."""
+def _field_value(experiment: ExperimentRecords, item: ItemRecord, name: str, what: str) -> str:
+    """An item's ``name`` field as text (a JSON value as its JSON), or one line saying it lacks it."""
+    value = item.input.get(name)
+    if value is None or value == "":
+        raise ValueError(f"{experiment.name}: item {item.key!r}: no field {name!r} {what} (row {item.position + 1}); "
+                         f"its fields are {', '.join(sorted(map(str, item.input))) or 'none'}")
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def cells_of(records: Sequence[ExperimentRecords], group_by: str | None = None, system: str | None = None
+             ) -> tuple[list[str], list[str], dict[tuple[str, str], ItemRecord]]:
+    """Item keys, system names and the record of each (item, system) cell: one experiment a system
+    (the items keyed by their key, trials merged); or one experiment whose rows are several outputs
+    of one item (``group_by`` names the item's field; the outputs are systems only when ``system``
+    names the field that says whose each is, else they are "output 1", "output 2", ... in their
+    order); ``system`` alone: the item is the row's key (a table's id), the system its field."""
     cells: dict[tuple[str, str], ItemRecord] = {}
     items: dict[str, None] = {}
     systems: dict[str, None] = {}
-    if group_by is None:
+    if group_by is None and system is None:
         for experiment in records:
             if experiment.name in systems:       # one system counted once would hide that it was given twice
                 raise ValueError(f"{experiment.name} is given twice: each experiment is one system; name each "
@@ -67,31 +80,43 @@ def _cells(records: Sequence[ExperimentRecords], group_by: str | None
     [experiment] = records
     seen: dict[str, int] = {}
     for item in experiment.items:
-        value = item.input.get(group_by)
-        if value is None or value == "":
-            raise ValueError(f"item {item.key!r}: no field {group_by!r} to group by; its fields are "
-                             f"{', '.join(sorted(item.input)) or 'none'}")
-        group = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        slot = seen.get(group, 0)
-        seen[group] = slot + 1
+        group = item.key if group_by is None else _field_value(experiment, item, group_by, "to group by")
+        if system is None:
+            slot = seen.get(group, 0)
+            seen[group] = slot + 1
+            name = f"output {slot + 1}"
+        else:
+            name = _field_value(experiment, item, system, "naming its system (--system)")
+            if (group, name) in cells:
+                first = cells[(group, name)]
+                raise ValueError(f"{experiment.name}: item {group!r} has two rows of system {name!r} (rows "
+                                 f"{first.position + 1} and {item.position + 1}); each system rates an item once"
+                                 + ("" if group_by else " (rows of one item share its id; --group-by FIELD "
+                                    "names another item column)"))
         items[group] = None
-        systems[f"output {slot + 1}"] = None
-        cells[(group, f"output {slot + 1}")] = item
+        systems[name] = None
+        cells[(group, name)] = item
     return list(items), list(systems), cells
 
 
 def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metrics: Sequence[str] | None = None,
-                *, group_by: str | None = None,
-                long_ratings: Mapping[tuple[str, str | None], Mapping[str, float]] | None = None) -> RatedTable:
+                *, group_by: str | None = None, system: str | None = None,
+                long_ratings: Mapping[tuple[str, str | None], Mapping[str, float]] | None = None,
+                lower_is_better: Collection[str] | None = None) -> RatedTable:
     """The rated table of ``records`` (several experiments on one dataset, or one with ``group_by``).
     ``human``: one score name (its list of values per item are the raters) or several (one rater
     each). ``long_ratings`` ((item key, system or None) -> rater -> rating) replaces them when given.
     ``metrics``: the scores compared (default: every score every experiment has, but precision/recall
-    parts and the human ones)."""
+    parts and the human ones). ``system``: the field naming each row's system, in one experiment
+    whose rows are several systems' outputs (see ``cells_of``). ``lower_is_better``: the scores to
+    negate when the records state no direction (a scored table); default: the recorded ones."""
     if group_by is not None and len(records) != 1:
         raise ValueError(f"--group-by reads one experiment whose rows are several outputs of one item; got "
                          f"{len(records)} experiments")
-    items, systems, cells = _cells(records, group_by)
+    if system is not None and len(records) != 1:
+        raise ValueError(f"--system reads one file whose rows are several systems' outputs; got {len(records)} "
+                         "(several files are one system each: leave --system out)")
+    items, systems, cells = cells_of(records, group_by, system)
     names = set(human)
     common = [n for n in records[0].score_names() if n not in names and all(n in r.score_names() for r in records)]
     if metrics:
@@ -161,7 +186,8 @@ def rated_table(records: Sequence[ExperimentRecords], human: Sequence[str], metr
         human_name = ", ".join(human)
         if not np.isfinite(ratings).any():
             raise ValueError(f"no item has a human score {human_name!r}")
-    lower = {m for m in chosen if not score_facts(m, list(records)).higher_is_better}
+    lower = ({m for m in chosen if not score_facts(m, list(records)).higher_is_better} if lower_is_better is None
+             else set(lower_is_better) & set(chosen))
     return RatedTable(items=items, systems=systems, human=human_name, raters=raters, ratings=ratings,
                       scores=scores, lower_is_better=lower, source=records[0].source)
 
