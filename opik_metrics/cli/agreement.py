@@ -330,10 +330,140 @@ def _check_names(args: argparse.Namespace) -> None:
                        "agreement reads several systems either all from record files or all from experiments")
 
 
+#: The pairs file's columns (any case): the better and worse item, and the segment they belong to.
+PAIR_COLUMNS = ("better", "worse")
+SEGMENT_COLUMNS = ("segment", "sid")
+
+
+def _pair_column(row: dict, names: tuple[str, ...]) -> str | None:
+    lowered = {str(k).lower(): k for k in row}
+    return next((lowered[n] for n in names if n in lowered), None)
+
+
+def _read_pairs(path: str, with_system: bool) -> list[tuple[int, str | None, str, str]]:
+    """(row number, segment or None, better, worse) of each row of the pairs file."""
+    from opik_metrics.streams.sources import BadRecord, open_source
+
+    out = []
+    for chunk in open_source(path).chunks(10_000):
+        for number, row in enumerate(chunk.records, start=chunk.first + 1):
+            if isinstance(row, BadRecord):
+                raise ValueError(f"{path}: record {number}: {row.reason}")
+            names = {n: _pair_column(row, (n,)) for n in PAIR_COLUMNS}
+            segment = _pair_column(row, SEGMENT_COLUMNS)
+            lacking = [n for n, column in names.items() if column is None]
+            if lacking or (with_system and segment is None):
+                need = "better, worse and segment (with --system)" if with_system else "better and worse"
+                raise ValueError(f"{path}: row {number}: no {(lacking or ['segment'])[0]!r} column; a pairs file "
+                                 f"has the columns {need}; its columns are {', '.join(map(str, row)) or 'none'}")
+            values = {n: row[c] for n, c in names.items()}
+            if segment is not None:
+                values["segment"] = row[segment]
+            empty = [n for n, v in values.items() if v is None or (isinstance(v, str) and not v.strip())
+                     or isinstance(v, (dict, list))]
+            if empty:
+                raise ValueError(f"{path}: row {number}: no value in {empty[0]!r}")
+            text = {n: v if isinstance(v, str) else json.dumps(v) for n, v in values.items()}
+            if text["better"] == text["worse"]:
+                raise ValueError(f"{path}: row {number}: better and worse are both {text['better']!r}")
+            out.append((number, text.get("segment"), text["better"], text["worse"]))
+    if not out:
+        raise ValueError(f"{path} holds no pairs")
+    return out
+
+
+def cmd_pairs(args: argparse.Namespace) -> int:
+    """``--pairs FILE``: WMT's DARR Kendall-like tau of each metric on the human pairs."""
+    given = [flag for flag, on in (("--human", args.human), ("--dimension", args.dimension),
+                                   ("--ratings", args.ratings), ("--level", args.level), ("--method", args.method),
+                                   ("--compare-metrics", args.compare_metrics), ("--labels", args.labels),
+                                   ("--threshold", args.threshold), ("--publish", args.publish),
+                                   ("--raters pairs", args.raters != "mean")) if on]
+    if given:
+        raise CLIError(f"--pairs with {given[0]}: the pairs are the human judgement and DARR's tau is its own "
+                       "statistic; leave " + given[0] + " out")
+    if len(args.name) != 1:
+        raise CLIError(f"--pairs reads one file of scored items; got {len(args.name)} (several systems: one file "
+                       "with --system FIELD, the pairs naming a segment and two systems)")
+    if args.group_by and not args.system:
+        raise CLIError("--pairs with --group-by: the pairs name items by id, or with --system a segment (the "
+                       "--group-by item) and two systems; add --system FIELD or leave --group-by out")
+    check_work_bounds(args)
+    _check_names(args)
+    from opik_metrics.compare.analysis import score_facts
+    from opik_metrics.compare.statistics.trials import merge_trials
+    from opik_metrics.meta_evaluation.darr import DarrSettings, darr_agreement
+    from opik_metrics.meta_evaluation.metric_agreement import too_few_resamples
+    from opik_metrics.compare.statistics.bootstrap import resamples_for
+    from opik_metrics.meta_evaluation.table import cells_of
+
+    settings = DarrSettings(resamples=args.resamples, seed=args.seed, confidence=args.confidence)
+    settings.check()
+    if settings.resamples < resamples_for(1.0 - settings.confidence):
+        raise ValueError(f"--resamples: {too_few_resamples(settings.resamples, 1.0 - settings.confidence)}")
+    loaded = _load(args, [])
+    [records] = loaded.records
+    pairs = _read_pairs(args.pairs, bool(args.system))
+    if args.system:
+        _, _, cells = cells_of([records], args.group_by, args.system)
+    else:
+        cells = {(item.key, ""): item for item in merge_trials(records).items}
+    available = records.score_names()
+    if args.metric:
+        unknown = [m for m in args.metric if m not in available]
+        if unknown:
+            raise ValueError(f"{records.name} has no score {unknown[0]!r}; its scores are "
+                             f"{', '.join(available) or 'none'}")
+        metrics = list(dict.fromkeys(args.metric))
+    else:
+        metrics = [n for n in available if not score_facts(n, [records]).part]
+    lower = loaded.lower if loaded.lower is not None else {
+        m for m in metrics if not score_facts(m, [records]).higher_is_better}
+    better: dict[str, list[float]] = {m: [] for m in metrics}
+    worse: dict[str, list[float]] = {m: [] for m in metrics}
+    for number, segment, a, b in pairs:
+        found = []
+        for side, name in (("better", a), ("worse", b)):
+            key = (segment, name) if args.system else (name, "")
+            item = cells.get(key)       # type: ignore[arg-type]
+            if item is None:
+                what = (f"segment {segment!r} has no output of system {name!r} in {records.name}" if args.system
+                        else f"{side} {name!r} is no item (id) of {records.name}")
+                raise ValueError(f"{args.pairs}: row {number}: {what}")
+            found.append(item)
+        for m in metrics:
+            for item, into in zip(found, (better, worse)):
+                if m not in item.scores:
+                    raise ValueError(f"{args.pairs}: row {number}: item {item.key!r} of {records.name} has no {m} "
+                                     f"score ({item.score_failures.get(m) or item.non_finite.get(m) or 'missing'})")
+                into[m].append(item.scores[m])
+    units = [segment for _, segment, _, _ in pairs] if all(seg is not None for _, seg, _, _ in pairs) else None
+    result = darr_agreement(better, worse, settings, units=units, source=records.name, pairs_file=args.pairs,
+                            lower_is_better=lower, progress=sys.stderr.isatty())
+    result.notes += loaded.notes
+    text = result.to_json()
+    if args.output:
+        from pathlib import Path
+
+        from opik_metrics.core.report_files import real_folder, write_in_place
+
+        try:
+            write_in_place(real_folder(Path(args.output)) / "darr.json", text)
+        except OSError as exc:
+            raise ValueError(f"cannot write the report to {args.output}: {exc}") from None
+    sys.stdout.write(text if args.format == "json" else result.format_table())
+    if args.output and args.format != "json":
+        print(f"\ndata:   {os.path.join(args.output, 'darr.json')}")
+    return 0
+
+
 def cmd_agreement(args: argparse.Namespace) -> int:
+    if args.pairs:
+        return cmd_pairs(args)
     if not args.human and not args.ratings and not args.dimension:
-        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table, or "
-                         "--dimension NAME for each of several human scores)")
+        raise ValueError("--human SCORE is required (or --ratings FILE with the ratings as a long table, "
+                         "--dimension NAME for each of several human scores, or --pairs FILE with WMT-style "
+                         "better/worse pairs)")
     dimensions = _dimensions(args)
     check_work_bounds(args)
     _check_names(args)
@@ -406,6 +536,12 @@ def register(subparsers: Any) -> None:
                         help="human ratings as a long table (.jsonl / .csv with item, rater and rating columns; "
                              "item is the experiment's item key; with several experiments a system column names "
                              "the experiment), instead of --human's values")
+    parser.add_argument("--pairs", metavar="FILE",
+                        help="WMT's DARR Kendall-like tau instead of correlations: a table (.jsonl / .csv / "
+                             ".parquet) of human pairs, columns better and worse (the items' ids; with --system the "
+                             "two systems, and a segment column naming the item), optionally segment (its pairs "
+                             "resampled together); tau = (concordant - discordant) / (concordant + discordant), a "
+                             "tie in the metric discordant (WMT17-19's segment-level rule)")
     parser.add_argument("--compare-metrics", action="store_true",
                         help="test every pair of metrics (paired permutation test PERM-BOTH, Holm-corrected) and "
                              "group the metrics the test cannot tell apart")
