@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from opik_metrics.metric_kit.microbatch import MicroBatcher
+from opik_metrics.metric_kit.multi_reference import MEAN, check_mode
 from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.metric_kit.shared_options import DEVICE, DTYPE
 from opik_metrics.core import CorpusFacts, ScoreFacts, corpus_facts, mean_formula
@@ -25,6 +26,14 @@ class BERTScore(ReferenceMetric):
     Emits ``BERTPrecision``, ``BERTRecall`` and ``BERTF1``; a ``name`` other than ``bertscore``
     prefixes them (``BERTScore(name="minilm")`` gives ``minilm_BERTF1``). The corpus score is
     the mean over items (bert_score's system score), ``corpus_BERTF1``.
+
+    ``multi_reference``: ``"max"`` (default, bert_score's: P, R and F each the highest over the
+    references, after which any rescaling) or ``"mean"``: P, R and F each the mean over the
+    references of the single-reference value (``bert_score.score([output], [reference])`` for each;
+    an empty reference counts its 0), as papers that average over references (BARTScore's SummEval
+    rows) report it; the corpus score is then the mean over items of these means, and the signature
+    says ``multi:mean``. ``best_reference`` (the reference of the highest F, which ``explain``
+    explains) is in the metadata under ``"max"`` only.
 
     ``dtype="bfloat16"`` (or ``"float16"`` on a GPU) runs the encoder in half precision; matching
     stays in float32 (docs/metrics.md states the difference). Texts are embedded ``batch_size`` at a
@@ -60,6 +69,8 @@ class BERTScore(ReferenceMetric):
                    help="padded tokens per forward pass instead of --batch-size (default: 16384 on a GPU, unused on CPU)"),
         ))
     default_name = "bertscore"
+    #: The rules for several references, the default (bert_score's) first.
+    multi_reference_modes = ("max", MEAN)
 
     def __init__(
         self,
@@ -75,6 +86,7 @@ class BERTScore(ReferenceMetric):
         device: str | None = None,
         dtype: str | None = None,
         batch_tokens: int | None = None,
+        multi_reference: str = "max",
         name: str = "bertscore",
         track: bool = True,
         project_name: str | None = None,
@@ -83,6 +95,7 @@ class BERTScore(ReferenceMetric):
         if model is not None and model_type is not None and model != model_type:
             raise ValueError(f"model={model!r} and model_type={model_type!r} disagree; "
                              "model_type is an alias of model, pass one of them")
+        self.multi_reference = check_mode(multi_reference, self.multi_reference_modes)
         # torch: only when a metric is built
         from opik_metrics.neural.bertscore.engine import BertScoreEngine
         self.engine = BertScoreEngine(
@@ -92,6 +105,8 @@ class BERTScore(ReferenceMetric):
             batch_tokens=batch_tokens,
         )
         self.signature = self.engine.signature
+        if self.multi_reference != "max":
+            self.signature = self.signature.extended(multi=self.multi_reference)
         self._metadata = {"signature": self.signature, **self.engine.settings()}
         self._batcher: MicroBatcher[tuple[str, list[str]], list[ScoreResult]] = MicroBatcher(
             self._score_pairs, max_batch=batch_size, max_wait_s=max_wait_ms / 1000.0)
@@ -118,11 +133,13 @@ class BERTScore(ReferenceMetric):
         return self._storable(self._score_items([p[0] for p in pairs], [p[1] for p in pairs]))
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
-        scored = self.engine.score(outputs, references)
+        scored = self.engine.score(outputs, references, self.multi_reference)
         return [self._results(s, len(refs)) for s, refs in zip(scored, references)]
 
     def _results(self, s: BertScore, n_refs: int) -> list[ScoreResult]:
-        metadata = {**self._metadata, "n_references": n_refs, "best_reference": s.best_reference}
+        metadata = {**self._metadata, "n_references": n_refs}
+        if self.multi_reference == "max":
+            metadata["best_reference"] = s.best_reference
         return [ScoreResult(name=n, value=v, reason=s.reason, metadata=metadata)
                 for n, v in zip(self._names, (s.precision, s.recall, s.f1))]
 

@@ -7,6 +7,7 @@ from opik_metrics.core import CorpusFacts, ScoreFacts, Signature, Statistics, co
 from opik_metrics.metric_kit.base import ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
 from opik_metrics.metric_kit.shared_options import LOWERCASE
+from opik_metrics.metric_kit.multi_reference import MEAN, check_mode, empty_note
 from opik_metrics.metric_kit.sacrebleu_family import SacrebleuFamilyMetric
 
 if TYPE_CHECKING:
@@ -22,6 +23,13 @@ class CHRF(SacrebleuFamilyMetric):
     ``experiment_score`` give corpus chrF, named ``corpus_<name>``: the items' statistics summed,
     then one F-score (as ``sacrebleu.corpus_chrf``), which is not the mean of sentence scores.
 
+    ``multi_reference="mean"`` instead gives each item the mean over its references of its
+    single-reference chrFs (each ``sentence_chrf(output, [reference])``), and as its statistics
+    the mean of its single-reference statistics (fractions), so the corpus score stays one F-score
+    of the summed statistics (``from_statistics(sum(statistics))``): corpus chrF of
+    reference-averaged n-gram counts, which with K references to every item is chrF of the counts
+    averaged over the K reference sets, not the mean of K corpus chrFs. Signatures say ``multi:mean``.
+
     Args:
         word_order: word n-gram order; 0 is chrF, 2 is chrF++.
         char_order: character n-gram order (sacrebleu's default 6).
@@ -30,6 +38,7 @@ class CHRF(SacrebleuFamilyMetric):
         whitespace: keep whitespace inside character n-grams (sacrebleu removes it by default).
         eps_smoothing: chrF++.py / NLTK / Moses epsilon smoothing instead of sacrebleu's
             effective order (orders with no n-gram left out).
+        multi_reference: ``"best"`` (sacrebleu's, default) or ``"mean"`` (see above).
         name: name of the item score (the corpus score is ``corpus_<name>``).
         track: let Opik track the calls.
         project_name: Opik project of the tracked calls.
@@ -53,6 +62,8 @@ class CHRF(SacrebleuFamilyMetric):
             Option("--chrf-eps-smoothing", "eps_smoothing", action="store_true", help="chrF++.py's epsilon smoothing"),
         ))
     default_name = "chrf"
+    #: The rules for several references, the default (sacrebleu's) first.
+    multi_reference_modes = ("best", MEAN)
 
     def __init__(
         self,
@@ -62,14 +73,16 @@ class CHRF(SacrebleuFamilyMetric):
         lowercase: bool = False,
         whitespace: bool = False,
         eps_smoothing: bool = False,
+        multi_reference: str = "best",
         name: str = "chrf",
         track: bool = True,
         project_name: str | None = None,
     ) -> None:
         # numpy, sacrebleu: only when a metric is built
         from opik_metrics.text.chrf import CHRFScorer
+        self.multi_reference = check_mode(multi_reference, self.multi_reference_modes)
         self._scorer = CHRFScorer(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
-                                  whitespace=whitespace, eps_smoothing=eps_smoothing)
+                                  whitespace=whitespace, eps_smoothing=eps_smoothing, multi_reference=multi_reference)
         self.signature = self._scorer.signature(nrefs=None)
         super().__init__(name=name, track=track, project_name=project_name)
 
@@ -91,12 +104,29 @@ class CHRF(SacrebleuFamilyMetric):
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         results = []
         name = self.name
+        mean = self.multi_reference == MEAN
         for output, refs, res in zip(outputs, references, self._scorer.batch(outputs, references)):
+            which: dict[str, object] = ({"references": list(res.per_reference)} if mean
+                                        else {"best_reference": res.reference})
             results.append([ScoreResult(
-                name=name, value=res.score, reason=self._reason(output, refs, res),
-                metadata={"statistics": list(res.statistics), "best_reference": res.reference,
+                name=name, value=res.score, reason=self._mean_reason(output, refs, res) if mean
+                else self._reason(output, refs, res),
+                metadata={"statistics": list(res.statistics), **which,
                           "n_references": len(refs), "signature": self._item_signature(len(refs))})])
         return results
+
+    def _empty(self, text: str) -> bool:
+        """Whether a text has no characters once prepared (whitespace goes unless kept)."""
+        return not (text if self._scorer.whitespace else text.strip())
+
+    def _mean_reason(self, output: str, refs: list[str], res: CHRFResult) -> str | None:
+        """Why an item under ``"mean"`` takes a defined value: an empty output, or empty references."""
+        empty = [k for k, ref in enumerate(refs) if self._empty(ref)]
+        if self._empty(output) or len(empty) == len(refs):
+            what = ("output and reference have" if self._empty(output) and len(empty) == len(refs)
+                    else "output has" if self._empty(output) else "reference has")
+            return f"{what} no characters: chrF is {res.score!r} by sacrebleu's definition"
+        return empty_note(empty, "characters") if empty else None
 
     def _reason(self, output: str, refs: list[str], res: CHRFResult) -> str | None:
         """Why an item takes a defined value: an empty output or reference (``res.statistics[1]``

@@ -8,6 +8,7 @@ from opik_metrics.core import CorpusFacts, ScoreFacts, Statistics, corpus_facts
 from opik_metrics.core.extras import require_extra
 from opik_metrics.metric_kit.base import ReferenceMetric, ScoreResult
 from opik_metrics.metric_kit.card import MetricCard, Option
+from opik_metrics.metric_kit.multi_reference import MEAN, check_mode, empty_note, mean_rows
 
 if TYPE_CHECKING:
     from opik_metrics.text.meteor import MeteorScorer, MeteorSegment
@@ -26,6 +27,15 @@ class METEOR(ReferenceMetric):
     the mean of item scores. The metadata has precision, recall, the penalty, chunks, words matched
     by each module and the reference used.
 
+    ``multi_reference="mean"`` instead gives each item the mean over its references of its
+    single-reference METEORs (the jar's score of the output against each reference alone), and as
+    its statistics the mean of the single-reference statistics (fractions), so ``corpus_meteor``
+    stays the jar's formula of the summed statistics (``from_statistics(sum(statistics))``): with K
+    references to every item, the final score of the statistics averaged over the K reference sets,
+    not the mean of K corpus scores. The metadata then has each reference's score
+    (``references``); the signature says ``multi:mean``. An item is not scored when any of its
+    references is over the bound.
+
     The tables (function words, synonyms, the paraphrase table) are read from pycocoevalcap's
     installed files (``pip install 'opik-metrics[meteor]'``) or from ``data`` (a folder holding
     ``meteor-1.5.jar`` and ``paraphrase-en.gz``), parsed once per machine into a disk cache and
@@ -33,6 +43,7 @@ class METEOR(ReferenceMetric):
 
     Args:
         data: where the jar and paraphrase table are; None: pycocoevalcap's installed copy.
+        multi_reference: ``"best"`` (the jar's, default) or ``"mean"`` (see above).
         name: name of the item score (the corpus score is ``corpus_<name>``).
         track: let Opik track the calls. project_name: Opik project of the tracked calls.
 
@@ -50,6 +61,8 @@ class METEOR(ReferenceMetric):
                    help="folder with meteor-1.5.jar and paraphrase-en.gz (default: pycocoevalcap's installed copy)"),
         ))
     default_name = "meteor"
+    #: The rules for several references, the default (the jar's) first.
+    multi_reference_modes = ("best", MEAN)
 
     @classmethod
     def check_installed(cls, arguments: Mapping[str, Any]) -> None:
@@ -58,11 +71,14 @@ class METEOR(ReferenceMetric):
             require_extra("meteor", "METEOR", otherwise="or pass data=<folder> (--meteor-data) with meteor-1.5.jar "
                                                         "and paraphrase-en.gz")
 
-    def __init__(self, data: Any = None, name: str = "meteor", track: bool = True,
+    def __init__(self, data: Any = None, multi_reference: str = "best", name: str = "meteor", track: bool = True,
                  project_name: str | None = None) -> None:
+        self.multi_reference = check_mode(multi_reference, self.multi_reference_modes)
         from opik_metrics.text.meteor import MeteorScorer     # the tables: only when a metric is built
         self.engine: MeteorScorer = MeteorScorer(data)
         self.signature = self.engine.signature
+        if self.multi_reference != "best":
+            self.signature = self.signature.extended(multi=self.multi_reference)
         super().__init__(name=name, track=track, project_name=project_name)
 
     def _score_facts(self) -> list[ScoreFacts]:
@@ -74,11 +90,31 @@ class METEOR(ReferenceMetric):
 
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         from opik_metrics.text.meteor.corpus import flat_statistics
+        if self.multi_reference == MEAN:
+            return [[self._mean_result(each, refs) if not isinstance(each, Exception) else self._failed(each, refs)]
+                    for each, refs in zip(self.engine.score_each_or_limits(outputs, references), references)]
         segments = self.engine.score_batch_or_limits(outputs, references)
         return [[self._result(segment, refs, flat_statistics(segment.statistics)) if not isinstance(segment, Exception)
-                 else ScoreResult(name=self.name, value=0.0, reason=str(segment), scoring_failed=True,
-                                  metadata={"n_references": len(refs), "signature": self.signature})]
+                 else self._failed(segment, refs)]
                 for segment, refs in zip(segments, references)]
+
+    def _failed(self, error: Exception, refs: list[str]) -> ScoreResult:
+        return ScoreResult(name=self.name, value=0.0, reason=str(error), scoring_failed=True,
+                           metadata={"n_references": len(refs), "signature": self.signature})
+
+    def _mean_result(self, each: list[MeteorSegment], refs: list[str]) -> ScoreResult:
+        """One item under ``"mean"``: the mean of its single-reference scores and statistics."""
+        from opik_metrics.text.meteor.corpus import flat_statistics
+        value = sum(s.score for s in each) / len(each)
+        test_length = each[0].statistics.test_length
+        empty = [s.reference for s in each if not s.statistics.reference_length]
+        if not test_length or len(empty) == len(each):
+            reason = _reason(test_length, 0 if len(empty) == len(each) else 1, value)
+        else:
+            reason = empty_note(empty, "words after normalisation") if empty else None
+        return ScoreResult(name=self.name, value=value, reason=reason, metadata={
+            "references": [s.score for s in each], "n_references": len(refs),
+            "statistics": mean_rows([flat_statistics(s.statistics) for s in each]), "signature": self.signature})
 
     def _result(self, segment: MeteorSegment, refs: list[str], statistics: tuple[float, ...]) -> ScoreResult:
         s = segment.statistics

@@ -25,9 +25,13 @@ if TYPE_CHECKING:
     from opik_metrics.neural.bertscore.explain import Explanation
 
 
+#: Rules for several references: bert_score's maximum, or the mean of single-reference scores.
+MULTI_REFERENCE_MODES = ("max", "mean")
+
+
 @dataclass(frozen=True)
 class BertScore:
-    """One item's BERTScore (after the max over references and any rescaling) and why, if odd."""
+    """One item's BERTScore (after the max, or mean, over references and any rescaling) and why, if odd."""
 
     precision: float
     recall: float
@@ -124,8 +128,16 @@ class BertScoreEngine:
         }, formats={"layer": "L{}"})
 
     # --- scoring ---------------------------------------------------------------------------
-    def score(self, candidates: Sequence[str], references: Sequence[str | Sequence[str]]) -> list[BertScore]:
-        """One :class:`BertScore` per candidate; ``references[i]`` is a string or a list of strings."""
+    def score(self, candidates: Sequence[str], references: Sequence[str | Sequence[str]],
+              multi_reference: str = "max") -> list[BertScore]:
+        """One :class:`BertScore` per candidate; ``references[i]`` is a string or a list of strings.
+
+        Several references: ``"max"`` is bert_score's rule (P, R and F each its highest over the
+        references); ``"mean"`` each the mean over the references of its single-reference value (a
+        reference that cannot be scored, as an empty one, counts its raw 0 as bert_score gives it)."""
+        if multi_reference not in MULTI_REFERENCE_MODES:
+            raise ValueError(f"multi_reference: expected one of {', '.join(MULTI_REFERENCE_MODES)}, "
+                             f"got {multi_reference!r}")
         cands, refs = require_batch(candidates, references)
         assert refs is not None
         emb = self.embedder.embed([t for t in cands if t.strip()] + [r for rs in refs for r in rs if r.strip()])
@@ -154,11 +166,17 @@ class BertScoreEngine:
         has_pair = [False] * len(cands)
         best_ref = [0] * len(cands)
         best_f = [float("-inf")] * len(cands)
+        mean = multi_reference == "mean"
         for (i, k), row in zip(owners, raw):
-            best[i] = torch.maximum(best[i], row) if has_pair[i] else row
+            if mean:
+                best[i] = best[i] + row        # summed here, over the number of references below
+            else:
+                best[i] = torch.maximum(best[i], row) if has_pair[i] else row
             has_pair[i] = True
             if row[2].item() > best_f[i]:
                 best_f[i], best_ref[i] = row[2].item(), k
+        if mean:
+            best = best / torch.tensor([[float(len(r))] for r in refs], dtype=torch.float64)
         return [self._result(best[i], best_ref[i], notes[i]) for i in range(len(cands))]
 
     def _result(self, row: torch.Tensor, best_ref: int, notes: list[str]) -> BertScore:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import add
-from typing import Sequence
+from typing import Any, Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +17,9 @@ class BLEUStats:
     total: tuple[int, ...]  # hypothesis n-grams per order
     sys_len: int  # hypothesis length in tokens
     ref_len: int  # closest reference length (ties -> shorter), as sacrebleu
+
+    # Counts are whole numbers, except under ``multi_reference="mean"``, where an item's statistics
+    # are the mean of its single-reference ones (``BLEUScorer.mean_statistics``): fractions then.
 
     def __add__(self, other: BLEUStats) -> BLEUStats:
         if not isinstance(other, BLEUStats):
@@ -39,11 +42,12 @@ class BLEUStats:
 
     @classmethod
     def from_list(cls, values: Sequence[float], max_ngram_order: int) -> BLEUStats:
-        """The inverse of ``as_list`` (numbers that are whole, e.g. summed floats, become ints)."""
+        """The inverse of ``as_list``: numbers that are whole (e.g. summed floats) become ints, a
+        fraction (reference-averaged statistics, ``multi_reference="mean"``) stays as it is."""
         o = max_ngram_order
         if len(values) != 2 * o + 2:
             raise ValueError(f"BLEU statistics of order {o} have {2 * o + 2} numbers, got {len(values)}")
-        v = [int(x) for x in values]
+        v: list[Any] = [whole_or_fraction(x) for x in values]
         return cls(tuple(v[:o]), tuple(v[o:2 * o]), v[2 * o], v[2 * o + 1])
 
     def __radd__(self, other: object) -> BLEUStats:
@@ -64,3 +68,11 @@ class BLEUResult:
     counts: tuple[int, ...]  # matched n-grams per order (never smoothed)
     totals: tuple[int, ...]  # hypothesis n-grams per order (never smoothed)
     effective_order: int  # n-gram orders actually used in the geometric mean
+
+
+def whole_or_fraction(value: float) -> Any:
+    """A statistic as an int when it is whole, else as the float it is."""
+    if isinstance(value, int):
+        return int(value)
+    number = float(value)
+    return int(number) if number.is_integer() else number

@@ -39,11 +39,23 @@ class CHRFResult:
 
     score: float
     statistics: tuple[int, ...]
-    reference: int = 0          # index of the reference the statistics are of (corpus: 0)
+    reference: int = 0          # index of the reference the statistics are of (corpus: 0; "mean": -1)
+    #: ``multi_reference="mean"``: each reference's own chrF (the score is their mean, the statistics
+    #: the mean of each reference's statistics); empty for the best-reference rule.
+    per_reference: tuple[float, ...] = ()
+
+
+#: Rules for several references: sacrebleu's (the reference of the highest chrF), or the mean of
+#: the single-reference scores and statistics.
+MULTI_REFERENCE_MODES = ("best", "mean")
 
 
 class CHRFScorer:
-    """Configured chrF / chrF++ (``word_order=2``): statistics, sentence and corpus scores, signature."""
+    """Configured chrF / chrF++ (``word_order=2``): statistics, sentence and corpus scores, signature.
+
+    ``multi_reference``: ``"best"`` (sacrebleu's: the statistics of the first reference with the
+    highest chrF) or ``"mean"`` (an item's score is the mean of its single-reference chrFs, its
+    statistics the mean of its single-reference statistics, fractions included)."""
 
     char_order: int
     word_order: int
@@ -52,9 +64,10 @@ class CHRFScorer:
     lowercase: bool
     whitespace: bool
     eps_smoothing: bool
+    multi_reference: str
 
     def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: float = 2, lowercase: bool = False,
-                 whitespace: bool = False, eps_smoothing: bool = False) -> None:
+                 whitespace: bool = False, eps_smoothing: bool = False, multi_reference: str = "best") -> None:
         for option, value, least in (("char_order", char_order, 1), ("word_order", word_order, 0)):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise ValueError(f"{option} must be an int >= {least}, got {value!r}")
@@ -69,6 +82,10 @@ class CHRFScorer:
         self.lowercase = check_bool(lowercase, "lowercase")
         self.whitespace = check_bool(whitespace, "whitespace")
         self.eps_smoothing = check_bool(eps_smoothing, "eps_smoothing")
+        if multi_reference not in MULTI_REFERENCE_MODES:
+            raise ValueError(f"multi_reference: expected one of {', '.join(MULTI_REFERENCE_MODES)}, "
+                             f"got {multi_reference!r}")
+        self.multi_reference = multi_reference
 
     # -- text preparation (sacrebleu's) ----------------------------------------------------------
 
@@ -136,7 +153,8 @@ class CHRFScorer:
     def batch(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[CHRFResult]:
         """Sentence chrF of many items at once; ``references[i]`` is the list of references of
         item i. With several, the statistics are those of the first reference with the highest
-        chrF (sacrebleu's rule)."""
+        chrF (sacrebleu's rule), or under ``multi_reference="mean"`` the mean of every reference's
+        statistics, the score the mean of every reference's chrF."""
         hyps: list[str] = []
         refs: list[str] = []
         for hyp, item_refs in zip(hypotheses, references):
@@ -155,7 +173,15 @@ class CHRFScorer:
             flat = stats.reshape(len(refs), -1).tolist()
         results = []
         row = 0
+        mean = self.multi_reference == "mean"
         for item_refs in references:
+            if mean:
+                n = len(item_refs)
+                each = tuple(scores[row:row + n])
+                statistics = tuple(whole_or_fraction(sum(column) / n) for column in zip(*flat[row:row + n]))
+                results.append(CHRFResult(sum(each) / n, statistics, -1, each))
+                row += n
+                continue
             best = row
             for other in range(row + 1, row + len(item_refs)):
                 if percent[other] > percent[best]:       # strictly better: ties keep the first
@@ -177,7 +203,10 @@ class CHRFScorer:
         """Corpus chrF: the best-reference statistics of every item summed, then one F (not a
         mean of sentence scores). ``references[i]`` holds the reference(s) of ``hypotheses[i]``."""
         hyps, refs = corpus_lists(hypotheses, references, "chrF")
-        total = np.array([r.statistics for r in self.batch(hyps, refs)], dtype=np.int64).sum(axis=0).tolist()
+        rows = [r.statistics for r in self.batch(hyps, refs)]
+        if self.multi_reference == "mean":         # fractions: summed in order, as the statistics are
+            return self.compute([sum(column) for column in zip(*rows)])
+        total = np.array(rows, dtype=np.int64).sum(axis=0).tolist()
         return self.compute(total)
 
     def compute(self, statistics: Sequence[float]) -> CHRFResult:
@@ -185,7 +214,7 @@ class CHRFScorer:
         if len(statistics) != 3 * self.order:
             raise ValueError(f"chrF statistics of {self.order} orders have {3 * self.order} numbers, "
                              f"got {len(statistics)}")
-        values = tuple(int(v) for v in statistics)
+        values = tuple(whole_or_fraction(v) for v in statistics)
         return CHRFResult(f_score(values, self.order, self.beta, self.eps_smoothing), values)
 
     def fields(self) -> tuple[str, ...]:
@@ -194,9 +223,11 @@ class CHRFScorer:
     def signature(self, nrefs: Union[int, str, None] = 1) -> Signature:
         """sacrebleu's chrF signature (``nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0``;
         ``nrefs`` left out when None), then ``|beta:B`` when beta is not 2 (sacrebleu names it only
-        in the score's name, chrF<beta>) and ``|opik_metrics:<version>``."""
-        return chrf_signature(nrefs, self.lowercase, self.eps_smoothing, self.char_order, self.word_order,
-                              self.whitespace, self.beta)
+        in the score's name, chrF<beta>), ``|opik_metrics:<version>`` and ``|multi:mean`` under the
+        mean over references."""
+        signature = chrf_signature(nrefs, self.lowercase, self.eps_smoothing, self.char_order, self.word_order,
+                                   self.whitespace, self.beta)
+        return signature if self.multi_reference == "best" else signature.extended(multi=self.multi_reference)
 
     @property
     def sacrebleu_name(self) -> str:
@@ -205,7 +236,8 @@ class CHRFScorer:
 
     def __repr__(self) -> str:
         return (f"CHRFScorer(char_order={self.char_order}, word_order={self.word_order}, beta={self.beta!r}, "
-                f"lowercase={self.lowercase}, whitespace={self.whitespace}, eps_smoothing={self.eps_smoothing})")
+                f"lowercase={self.lowercase}, whitespace={self.whitespace}, eps_smoothing={self.eps_smoothing}, "
+                f"multi_reference={self.multi_reference!r})")
 
 
 def chrf_signature(nrefs, lowercase: bool, eps_smoothing: bool, char_order: int, word_order: int,
@@ -247,7 +279,15 @@ def chrf_from_statistics(values: Sequence[float], *, char_order: int = 6, word_o
     order = char_order + word_order
     if len(values) != 3 * order:
         raise ValueError(f"chrF statistics of {order} orders have {3 * order} numbers, got {len(values)}")
-    return f_score([int(v) for v in values], order, beta, bool(eps_smoothing))
+    return f_score([whole_or_fraction(v) for v in values], order, beta, bool(eps_smoothing))
+
+
+def whole_or_fraction(value: float) -> Any:
+    """A statistic as an int when it is whole, else the float it is (reference-averaged statistics)."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    number = float(value)
+    return int(number) if number.is_integer() else number
 
 
 def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

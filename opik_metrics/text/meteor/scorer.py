@@ -17,7 +17,7 @@ infinities, not errors), so the best reference is picked as the jar picks it, ti
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from opik_metrics.core import Signature
 from opik_metrics.core.inputs import MetricInputError, check_text, reference_list, text_batch, utf8_problem
@@ -243,12 +243,33 @@ class MeteorScorer:
             raise ValueError("the corpus score of METEOR needs at least one segment")
         return _metrics_of(corpus_statistics(segments)).score
 
+    def score_each_or_limits(self, outputs: Sequence[str], references: Sequence[str | Sequence[str]]
+                             ) -> list[list[MeteorSegment] | MeteorSearchLimit]:
+        """For each output, its Meteor against each of its references alone (``reference``: the
+        index), or the ``MeteorSearchLimit`` of the first reference over the bound in its place."""
+        outs, refs = text_batch(outputs, references, "METEOR", drop_none=False, names=("outputs", "references"))
+        _check_encodable(outs, refs)
+        found: list[list[MeteorSegment] | MeteorSearchLimit] = []
+        for o, r in zip(outs, refs):
+            try:
+                found.append(list(self._segments(o, r)))
+            except MeteorSearchLimit as exc:
+                found.append(exc)
+        return found
+
     def _segment(self, output: str, references: list[str]) -> MeteorSegment:
+        best: MeteorSegment | None = None
+        for segment in self._segments(output, references):
+            if best is None or segment.score > best.score:      # the first of the highest, as the jar
+                best = segment
+        assert best is not None                         # references are never empty here
+        return best
+
+    def _segments(self, output: str, references: list[str]) -> Iterator[MeteorSegment]:
+        """The output's segment against each reference, in order (a reference over the bound raises)."""
         aligner = self.aligner
         test = aligner.sentence(self.tokens(output))
         test_function = sum(test.function)
-        best: MeteorSegment | None = None
-        best_score = -1.0
         for k, reference in enumerate(references):
             ref = aligner.sentence(self.tokens(reference))
             try:
@@ -257,13 +278,9 @@ class MeteorScorer:
                 raise MeteorSearchLimit(f"not scored: the output against reference {k}: {exc}") from None
             stats = _statistics(len(test.tokens), len(ref.tokens), test_function, sum(ref.function), alignment)
             metrics = _metrics_of(stats)
-            if metrics.score > best_score:
-                best_score = metrics.score
-                matched = ModuleMatches(*(c + f for c, f in zip(alignment.test_content, alignment.test_function)))
-                best = MeteorSegment(metrics.score, metrics.precision, metrics.recall, metrics.f_mean,
-                                     metrics.penalty, alignment.chunks, matched, k, stats)
-        assert best is not None                         # references are never empty here
-        return best
+            matched = ModuleMatches(*(c + f for c, f in zip(alignment.test_content, alignment.test_function)))
+            yield MeteorSegment(metrics.score, metrics.precision, metrics.recall, metrics.f_mean,
+                                metrics.penalty, alignment.chunks, matched, k, stats)
 
 
 def _check_encodable(outputs: list[str], references: list[list[str]]) -> None:
