@@ -3,8 +3,8 @@ how often a metric orders the pairs of translations people ordered ("relative ra
 from direct assessments, DARR) the way they did.
 
 For each human pair (better, worse) a metric is concordant when it scores the better one higher
-and discordant otherwise, a tie in the metric included (WMT17-19's segment-level rule; WMT18-19
-print it as "Discordant: metric ties and disagreements"):
+and discordant otherwise, a tie in the metric included (WMT17-19's segment-level rule, which
+penalises a metric's ties):
 
     tau = (Concordant - Discordant) / (Concordant + Discordant)
 

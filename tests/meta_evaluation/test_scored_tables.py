@@ -241,3 +241,29 @@ def test_bad_tables_are_one_line_naming_file_row_item_and_field(tmp_path, capsys
     assert "--dimension 'a/b': expected NAME" in _error(capsys, path, *base[:-4], "--dimension", "a/b")
     assert "--publish writes one human score's agreement" in \
         _error(capsys, path, *base[:-4], "--dimension", "relevance", "--publish")
+
+
+def test_a_record_file_with_a_kept_system_column_equals_a_record_file_per_system(tmp_path, capsys):
+    """--system on a record file (score --keep sys --keep item): the item is --group-by's column,
+    since a record file's ids are one per row; the numbers are those of one record file per system."""
+    refs = [f"a {w} sits on the mat today" for w in ("cat", "dog", "man", "kid", "bird", "fox")]
+
+    def rows(s):
+        return [{"id": f"c{k}-s{s}", "item": f"c{k}", "sys": f"s{s}", "output": " ".join(r.split()[:2 + (k + s) % 5]),
+                 "reference": r, "r1": 1 + (k + 2 * s) % 5} for k, r in enumerate(refs)]
+
+    def scored(name, records):
+        source = write_jsonl(tmp_path / f"{name}.jsonl", records)
+        out = str(tmp_path / f"{name}-scored.jsonl")
+        assert main(["score", "-i", source, "-o", out, "-m", "bleu", "-m", "rouge", "--keep", "item", "--keep", "sys",
+                     "--keep", "r1", "--no-progress"]) == 0
+        return out
+
+    one = scored("all", [r for k in range(len(refs)) for s in range(3) for r in rows(s) if r["item"] == f"c{k}"])
+    apart = [scored(f"s{s}", [dict(r, id=r["item"]) for r in rows(s)]) for s in range(3)]
+    common = ["-m", "bleu", "-m", "rouge1_f1", "--human", "r1", "--level", "pooled", "--level", "item", "--level",
+              "system", "--resamples", "20"]
+    together = run_json(capsys, one, "--group-by", "item", "--system", "sys", *common)
+    separate = run_json(capsys, *apart, *common)
+    assert together["systems"] == ["s0", "s1", "s2"] and together["settings"]["system"] == "sys"
+    assert together["correlations"] == separate["correlations"]
