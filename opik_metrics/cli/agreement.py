@@ -507,8 +507,11 @@ def register(subparsers: Any) -> None:
                     "feedback score annotators logged in Opik, or one stored with the item) or an input field "
                     "(a dataset field, or a record file's `score --keep` column): a number or a list, one per rater; "
                     "on Opik, each annotator's value. Several experiments, rater columns, --level item/system, "
-                    "--group-by, --ratings, --labels or --compare-metrics run the meta-evaluation: levels, "
-                    "metric-vs-metric permutation tests, the raters' own agreement, label agreement.")
+                    "--group-by, --system, --ratings, --labels or --compare-metrics run the meta-evaluation: "
+                    "levels, metric-vs-metric permutation tests, the raters' own agreement, label agreement. "
+                    "Anyone's scored table (.jsonl, .csv, .parquet with no record header) is read with --metric "
+                    "COLUMN; --dimension NAME runs one per human dimension; --pairs FILE gives WMT's DARR "
+                    "Kendall-like tau on better/worse pairs instead.")
     parser.add_argument("name", metavar="NAME", nargs="+",
                         help="the experiment (local store or Opik server), a record file (.jsonl / .parquet "
                              "written by `score --input ... --output --keep COLUMN`) or a scored table (.jsonl, "
