@@ -29,13 +29,16 @@ class ROUGE(ReferenceMetric):
 
     ``rouge155=True`` gives instead, per item, the numbers the ROUGE-1.5.5 perl script prints for
     the pair (``-n N -w 1.2 -2 d -u -c 95 -r 1 -p 0.5 -t 0``, ``-f A`` for
-    ``multi_reference="average"``, ``-f B`` for ``"best"``, ``-s`` for ``remove_stopwords``): its
+    ``multi_reference="average"``, ``-f B`` for ``"best"``, ``-s`` for ``remove_stopwords``, ``-m``
+    for ``use_stemmer``): its
     tokenisation (ASCII lowercase, ``[a-z0-9]`` runs), one sentence per line, rougeLsum = its
     ROUGE-L (union LCS by sentence), rougeW by sentence with the reference length weighted twice
     in the recall, rougeSU without the last token's unigram, R and P rounded to 5 decimals and F
-    from the rounded values. Stemming stays nltk's Porter (the script's ``-m`` differs on some
-    words). The default mode follows rouge-score (N, L, Lsum) and Lin (2004) (W, S, SU). Where
-    they differ, reference "police killed the gunman", prediction "police kill the gunman", w = 2:
+    from the rounded values, and ``use_stemmer`` is the script's ``-m`` (WordNet 2.0's exception
+    lists, then its own Porter stemmer; ``rouge155_stemmer="porter"``: without the lists, as a run
+    whose exception database is empty). Its ROUGE-L is ``rougeLsum`` (the default types there are
+    rouge1, rouge2 and rougeLsum; ``rougeL`` is refused). The default mode follows rouge-score (N,
+    L, Lsum) and Lin (2004) (W, S, SU). Where they differ, reference "police killed the gunman", prediction "police kill the gunman", w = 2:
     the WLCS hits are f(1) + f(2) = 5 (runs "police", "the gunman"); default rougeW P = R =
     sqrt(5/16) = 0.559, 1.5.5 rougeW P = 0.55902 but R = sqrt(5 / f(f(4))) = sqrt(5/256) = 0.13975;
     rougeSU: default (3 + 3) / (6 + 4) = 0.6, 1.5.5 (3 + 2) / (6 + 3) = 0.55556 (unigrams of
@@ -54,13 +57,16 @@ class ROUGE(ReferenceMetric):
         "rouge", "ROUGE-N/L/Lsum/W/S/SU precision, recall, F", group="ROUGE options", options=(
             Option("--rouge-type", "rouge_types", action="append",
                    help="rouge1..rouge9, rougeL, rougeLsum, rougeW, rougeS4, rougeSU4, rougeS, rougeSU "
-                        "(repeatable; default rouge1 rouge2 rougeL)"),
-            Option("--use-stemmer", "use_stemmer", action="store_true", help="Porter stemming, as rouge-score"),
+                        "(repeatable; default rouge1 rouge2 rougeL, with --rouge155 rouge1 rouge2 rougeLsum)"),
+            Option("--use-stemmer", "use_stemmer", action="store_true", help="Porter stemming, as rouge-score (with --rouge155: the script's -m)"),
             Option("--remove-stopwords", "remove_stopwords", action="store_true",
                    help="remove ROUGE-1.5.5's SMART stopwords (-s)"),
             Option("--rouge155", "rouge155", action="store_true",
                    help="the ROUGE-1.5.5 perl script's numbers (its tokens, W and SU, sentences on lines, "
                         "5-decimal rounding) instead of rouge-score's and Lin (2004)'s"),
+            Option("--rouge155-stemmer", "rouge155_stemmer", choices=("wordnet+porter", "porter"),
+                   help="with --rouge155 --use-stemmer: wordnet+porter is the script's -m (WordNet 2.0's exception "
+                        "lists, then its Porter stemmer; the default), porter the same without the lists"),
             Option("--rouge-tokenizer", "tokenizer", choices=("default", "unicode"),
                    help="default: rouge-score's [a-z0-9] words (other letters dropped); unicode: words of any "
                    "script, each CJK character a token"),
@@ -69,7 +75,7 @@ class ROUGE(ReferenceMetric):
 
     def __init__(
         self,
-        rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL"),
+        rouge_types: Sequence[str] | None = None,
         use_stemmer: bool = False,
         remove_stopwords: bool = False,
         tokenizer: str | Callable[[str], list[str]] = "default",
@@ -78,6 +84,7 @@ class ROUGE(ReferenceMetric):
         wlcs_weight: float = 1.2,
         multi_reference: str = "best",
         rouge155: bool = False,
+        rouge155_stemmer: str | None = None,
         name: str = "rouge",
         track: bool = True,
         project_name: str | None = None,
@@ -86,8 +93,8 @@ class ROUGE(ReferenceMetric):
             rouge_types = (rouge_types,)
         options: dict[str, Any] = dict(use_stemmer=use_stemmer, remove_stopwords=remove_stopwords, tokenizer=tokenizer,
                        alpha=alpha, beta=beta, wlcs_weight=wlcs_weight, multi_reference=multi_reference,
-                       rouge155=rouge155)
-        self._scorer = RougeScorer(tuple(rouge_types), **options)
+                       rouge155=rouge155, rouge155_stemmer=rouge155_stemmer)
+        self._scorer = RougeScorer(None if rouge_types is None else tuple(rouge_types), **options)
         self._kernel = RougeKernel.of(self._scorer.rouge_types, options)
         self.rouge_types = self._scorer.rouge_types
         self.signature = self._scorer.signature().extended(nltk=package_version("nltk"))

@@ -8,15 +8,18 @@ the per-evaluation ``-d`` lines are read back (the ``Average_*`` lines are boots
 not the mean over items). One run serves every n-gram order, L, W and one skip distance; ``-U``
 prints ROUGE-S<d> and ROUGE-SU<d> together (the same SU as ``-u``, a test checks it).
 
-Script output to our names: ROUGE-<n> -> rouge<n>; ROUGE-L -> rougeLsum (the texts as given) and
-rougeL (the same texts written on one line, added to the same run); ROUGE-W-<w> -> rougeW;
-ROUGE-S<d> / ROUGE-SU<d> -> rougeS<d> / rougeSU<d>; ROUGE-S* / ROUGE-SU* (``-2 -1``) -> rougeS /
-rougeSU.
+Script output to our names: ROUGE-<n> -> rouge<n>; ROUGE-L -> rougeLsum (our rouge155 mode has no
+rougeL); ROUGE-W-<w> -> rougeW; ROUGE-S<d> / ROUGE-SU<d> -> rougeS<d> / rougeSU<d>; ROUGE-S* /
+ROUGE-SU* (``-2 -1``) -> rougeS / rougeSU.
 
 Needs perl with XML::DOM and DB_File (Debian: ``libxml-dom-perl``) and the script; the tests skip
 without them unless ``OPIK_METRICS_REQUIRE_PERL=1``. The script will not start without its WordNet
 exception database (even without ``-m``); it is built once per session into a temporary folder
-with the release's own ``buildExeptionDB.pl``.
+with the release's own ``buildExeptionDB.pl``: from the release's four lists, or from none (an
+empty database, ``exceptions=False``). The build script reads the lists in the order ``readdir``
+gives, and the last one read wins for the 3 words two lists disagree on (best, better, testes); so
+that the order is known, it is given one file, the four lists joined in name order (adj, adv,
+noun, verb), the order ``rouge155_stemmer`` documents.
 """
 from __future__ import annotations
 
@@ -66,24 +69,34 @@ def require_rouge155() -> Path:
     return Path(require_tool(script, REQUIRE_ENV, reason or ""))
 
 
-@functools.lru_cache(maxsize=1)
-def _data_dir() -> Path:
-    """The ``-e`` folder: the release's SMART list and a WordNet exception DB built from its lists."""
+EXCEPTION_LISTS = ("adj.exc", "adv.exc", "noun.exc", "verb.exc")
+
+
+@functools.lru_cache(maxsize=2)
+def data_dir(exceptions: bool = True) -> Path:
+    """The ``-e`` folder: the release's SMART list and a WordNet exception DB built by the release's
+    ``buildExeptionDB.pl`` from its four lists joined in name order (``exceptions=False``: from no
+    list, an empty DB)."""
     release = release_dir()
     folder = Path(tempfile.mkdtemp(prefix="rouge155-data-"))
     atexit.register(shutil.rmtree, folder, True)
     shutil.copy(release / "data" / "smart_common_words.txt", folder)
-    exceptions = release / "data" / "WordNet-2.0-Exceptions"
+    lists = folder / "lists"
+    lists.mkdir()
+    if exceptions:
+        source = release / "data" / "WordNet-2.0-Exceptions"
+        (lists / "all.exc").write_bytes(b"".join((source / name).read_bytes() for name in EXCEPTION_LISTS))
     # The build script opens each *.exc by its bare name, so it runs inside that folder.
-    subprocess.run(["perl", "buildExeptionDB.pl", ".", "exc", str(folder / "WordNet-2.0.exc.db")],
-                   cwd=exceptions, check=True, capture_output=True)
+    subprocess.run(["perl", str(release / "data" / "WordNet-2.0-Exceptions" / "buildExeptionDB.pl"), ".", "exc",
+                    str(folder / "WordNet-2.0.exc.db")], cwd=lists, check=True, capture_output=True)
     return folder
 
 
-def run_script(items: list, options: list) -> list:
+def run_script(items: list, options: list, exceptions: bool = True) -> list:
     """Per item, ``{script tag: (R, P, F)}`` from one script run with ``options`` (plus the fixed ones).
 
     ``items`` are (prediction, [reference, ...]) pairs of str; each text is written as given (UTF-8).
+    ``exceptions``: the WordNet exception DB built from the lists, or an empty one (``data_dir``).
     """
     script = require_rouge155()
     with tempfile.TemporaryDirectory(prefix="rouge155-run-") as tmp:
@@ -104,7 +117,7 @@ def run_script(items: list, options: list) -> list:
             )
         config = root / "config.xml"
         config.write_text('<ROUGE-EVAL version="1.0">\n' + "\n".join(evals) + "\n</ROUGE-EVAL>\n")
-        command = ["perl", str(script), "-e", str(_data_dir()), "-a", "-c", "95", "-r", "1", "-t", "0",
+        command = ["perl", str(script), "-e", str(data_dir(exceptions)), "-a", "-c", "95", "-r", "1", "-t", "0",
                    "-d", *options, str(config)]
         done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -127,33 +140,30 @@ def _skip_distance(rouge_type: str) -> int | None:
 
 
 def script_rouge(items: list, rouge_types, *, multi_reference: str = "average", remove_stopwords: bool = False,
-                 use_stemmer: bool = False, alpha: str = "0.5", wlcs_weight: str = "1.2") -> list:
+                 use_stemmer: bool = False, exceptions: bool = True, alpha: str = "0.5",
+                 wlcs_weight: str = "1.2") -> list:
     """Per item, ``{our rouge type: (precision, recall, fmeasure)}`` as the script prints them.
 
-    ``multi_reference``: "average" (-f A) or "best" (-f B). ``alpha`` and ``wlcs_weight`` are passed
-    as the strings given (the script's tag for W is ``ROUGE-W-<that string>``).
+    ``multi_reference``: "average" (-f A) or "best" (-f B). ``use_stemmer``: ``-m``, with the WordNet
+    exception DB or (``exceptions=False``) an empty one. ``alpha`` and ``wlcs_weight`` are passed as
+    the strings given (the script's tag for W is ``ROUGE-W-<that string>``).
     """
     common = ["-p", alpha, "-f", {"average": "A", "best": "B"}[multi_reference]]
     common += ["-s"] if remove_stopwords else []
     common += ["-m"] if use_stemmer else []
     types = list(rouge_types)
+    if "rougeL" in types:
+        raise ValueError("the script's ROUGE-L is our rougeLsum: ask for that")
     orders = [int(t[5:]) for t in types if re.fullmatch(r"rouge[1-9]", t)]
     distances = sorted({d for d in map(_skip_distance, types) if d is not None})
-    runs_items = list(items)
-    flat_index = list(range(len(items)))  # where each item's one-line form is scored
-    if "rougeL" in types:  # rougeL: the script's ROUGE-L of the same texts on one line each
-        for i, (prediction, references) in enumerate(items):
-            if "\n" in prediction or any("\n" in r for r in references):
-                flat_index[i] = len(runs_items)
-                runs_items.append((prediction.replace("\n", " "), [r.replace("\n", " ") for r in references]))
     first = list(common)
     first += ["-n", str(max(orders))] if orders else []
     first += ["-w", wlcs_weight] if "rougeW" in types else []
-    if not ("rougeL" in types or "rougeLsum" in types):
+    if "rougeLsum" not in types:
         first.append("-x")
     runs = [first + (["-2", str(distances[0]), "-U"] if distances else [])]
     runs += [common + ["-x", "-2", str(d), "-U"] for d in distances[1:]]
-    tables = [run_script(runs_items, options) for options in runs]
+    tables = [run_script(list(items), options, exceptions) for options in runs]
     results = []
     for i in range(len(items)):
         merged = {}
@@ -161,17 +171,14 @@ def script_rouge(items: list, rouge_types, *, multi_reference: str = "average", 
             merged.update(table[i])
         row = {}
         for rouge_type in types:
-            if rouge_type == "rougeL":
-                recall, precision, f = tables[0][flat_index[i]]["ROUGE-L"]
-            else:
-                recall, precision, f = merged[_tag(rouge_type, wlcs_weight)]
+            recall, precision, f = merged[_tag(rouge_type, wlcs_weight)]
             row[rouge_type] = (precision, recall, f)
         results.append(row)
     return results
 
 
 def _tag(rouge_type: str, wlcs_weight: str) -> str:
-    """The script's name for one of our rouge types (rougeL is handled by the caller)."""
+    """The script's name for one of our rouge types."""
     if rouge_type == "rougeLsum":
         return "ROUGE-L"
     if rouge_type == "rougeW":

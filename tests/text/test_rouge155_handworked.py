@@ -125,23 +125,32 @@ def test_best_reference_is_the_best_recall_not_the_best_f():
         0.75, 0.85714, 0.8)
 
 
-def test_rouge_l_and_lsum():
-    # rougeLsum is the script's ROUGE-L (by line, union LCS); rougeL is that of the text on one line.
+def test_rouge_lsum_is_the_scripts_rouge_l():
     # Reference "w1 w2 w3 w4 w5"; prediction lines "w1 w2 w6 w7 w8" / "w1 w3 w8 w9 w5" (Lin 2004):
     # union LCS w1 w2 w3 w5 -> R = 4/5, P = 4/10, F = 0.32 / 0.6 = 0.53333.
-    # One line: LCS of the reference with the 10 tokens is w1 w2 w3 w5 as well (w1 w2 .. w3 .. w5).
-    scores = script(["rougeL", "rougeLsum"]).score("w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", "w1 w2 w3 w4 w5")
+    scores = script(["rougeLsum"]).score("w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", "w1 w2 w3 w4 w5")
     assert triple(scores["rougeLsum"]) == (0.4, 0.8, 0.53333)
-    assert triple(scores["rougeL"]) == (0.4, 0.8, 0.53333)
-    # Where they differ: prediction lines "w3 w4" / "w1 w2" against reference "w1 w2 w3 w4": by line the
-    # union is all 4 tokens (R 1); on one line "w3 w4 w1 w2" the LCS is 2 (R 0.5).
-    scores = script(["rougeL", "rougeLsum"]).score("w3 w4\nw1 w2", "w1 w2 w3 w4")
-    assert triple(scores["rougeLsum"]) == (1.0, 1.0, 1.0)
-    assert triple(scores["rougeL"]) == (0.5, 0.5, 0.5)
+    # Prediction lines "w3 w4" / "w1 w2" against reference "w1 w2 w3 w4": by line the union is all 4
+    # tokens (R 1); the same text on one line, "w3 w4 w1 w2", has an LCS of 2 (R 0.5).
+    assert triple(script(["rougeLsum"]).score("w3 w4\nw1 w2", "w1 w2 w3 w4")["rougeLsum"]) == (1.0, 1.0, 1.0)
+    assert triple(script(["rougeLsum"]).score("w3 w4 w1 w2", "w1 w2 w3 w4")["rougeLsum"]) == (0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("types", [["rougeL"], ["rouge1", "rougeL", "rougeLsum"]])
+def test_rouge_l_is_refused_naming_rouge_lsum(types):
+    with pytest.raises(ValueError, match=r"rouge155=True has no rougeL .*ask for rougeLsum") as raised:
+        script(types)
+    assert "\n" not in str(raised.value)
+    assert RougeScorer(types).rouge_types == tuple(types)        # the default mode keeps it
+
+
+def test_default_types_use_rouge_lsum_in_this_mode():
+    assert RougeScorer(rouge155=True).rouge_types == ("rouge1", "rouge2", "rougeLsum")
+    assert RougeScorer().rouge_types == ("rouge1", "rouge2", "rougeL")
 
 
 def test_empty_reference_scores_zero_where_the_script_dies():
-    for types in (["rougeW"], ["rouge1", "rougeL", "rougeLsum", "rougeSU4"]):
+    for types in (["rougeW"], ["rouge1", "rougeLsum", "rougeSU4"]):
         for reference in ("", "!!! ...", "\n\n"):
             scores = script(types).score("a b c", reference)
             assert all(triple(s) == (0.0, 0.0, 0.0) for s in scores.values())
@@ -171,9 +180,16 @@ def test_smart_stopwords_in_both_modes():
     assert {"reuters", "ap", "z", "zero", "don't", "e.g.", "mr."} <= ENGLISH_STOPWORDS
 
 
-def test_stemming_is_nltk_porter_on_words_longer_than_3():
+def test_stemming_is_the_scripts_m_on_words_longer_than_3():
+    # went, children: WordNet exceptions (go, child); ran and men have 3 letters: never looked up
+    # (verb.exc has ran -> run, noun.exc men -> man). says -> say (step 1a) -> sai (step 1c: y after
+    # a vowel), where nltk's default Porter keeps say. tests/text/test_rouge155_stemmer.py: the rules.
     scorer = script(["rouge1"], use_stemmer=True)
-    assert scorer.tokenizer("Running dogs ran studies") == ["run", "dog", "ran", "studi"]
+    assert scorer.tokenizer("Running dogs ran studies; men went, children says") == [
+        "run", "dog", "ran", "studi", "men", "go", "child", "sai"]
+    assert script(["rouge1"], use_stemmer=True, rouge155_stemmer="porter").tokenizer(
+        "Running dogs ran studies; men went, children says") == [
+        "run", "dog", "ran", "studi", "men", "went", "children", "sai"]
 
 
 # --- options and signature ------------------------------------------------------------------------

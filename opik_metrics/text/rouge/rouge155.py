@@ -1,7 +1,7 @@
 """ROUGE-1.5.5 mode: the numbers the ROUGE-1.5.5 perl script prints for one pair.
 
 ``RougeScorer(..., rouge155=True)`` gives, per item, what ``ROUGE-1.5.5.pl -a -n N -w 1.2 -2 d -u
--c 95 -r 1 -p 0.5 -t 0 [-f A|B] [-s] -d`` prints for that pair on its ``Eval`` line (read the
+-c 95 -r 1 -p 0.5 -t 0 [-f A|B] [-s] [-m] -d`` prints for that pair on its ``Eval`` line (read the
 per-evaluation ``-d`` lines: the script's ``Average_*`` lines are bootstrap-resample means, not the
 mean over pairs). Texts are read as the script reads SPL files: one sentence per line.
 
@@ -12,7 +12,8 @@ ours                the script
 ==================  =====================================================================
 rouge1 .. rouge9    ROUGE-1 .. ROUGE-9 (``-n 9``), over the whole text
 rougeLsum           ROUGE-L: sentence by sentence (lines), union LCS, clipped hits
-rougeL              ROUGE-L of the text written on one line (newlines are spaces)
+rougeL              refused: the script has no ROUGE-L of a text taken as one sentence other
+                    than rougeLsum of that text written on one line, a number no paper reports
 rougeW              ROUGE-W-1.2 (``-w``; weight = ``wlcs_weight``), sentence by sentence
 rougeS<d>           ROUGE-S<d> (``-2 d``), over the whole text
 rougeSU<d>          ROUGE-SU<d> (``-2 d -u``)
@@ -20,7 +21,9 @@ rougeS / rougeSU    ROUGE-S* / ROUGE-SU* (``-2 -1``: no gap limit)
 alpha / beta        ``-p alpha`` (beta: alpha = 1 / (1 + beta**2)); default ``-p 0.5``
 multi_reference     ``"average"`` = ``-f A`` (the script's own default), ``"best"`` = ``-f B``
 remove_stopwords    ``-s`` (the SMART list, as in the default mode)
-use_stemmer         like ``-m`` but nltk's Porter stemmer (see tokenizers/rouge155.py)
+use_stemmer         ``-m``: WordNet 2.0's exception lists, then the script's Porter stemmer
+                    (``rouge155_stemmer="porter"``: ``-m`` with an empty exception database;
+                    see tokenizers/rouge155_stemmer.py)
 ==================  =====================================================================
 
 How the script computes them (and this module with it, operation for operation):
@@ -63,9 +66,9 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from opik_metrics.text.rouge.counts import Counts, Score, pool
-from opik_metrics.text.rouge.per_item import (PreparedText, clipped_overlap, lcs_measure, ngram_counts, ngram_measure,
+from opik_metrics.text.rouge.per_item import (PreparedText, clipped_overlap, ngram_counts, ngram_measure,
                                               skip_bigram_measure, skip_bigram_total, summary_lcs_measure)
-from opik_metrics.text.rouge.types import LCS, NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
+from opik_metrics.text.rouge.types import NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
 
 __all__ = ["Rouge155Engine", "ScriptText", "script_f", "script_round", "weighted_union_hits"]
 
@@ -199,7 +202,7 @@ def _rounded_recall(plain_measure) -> Measure:
 
 
 def _plain_recall(plain_measure) -> Measure:
-    """ROUGE-L: the default (union-)LCS counts; -f B compares the unrounded recall (``lcs``)."""
+    """ROUGE-L: the default union-LCS counts; -f B compares the unrounded recall (``lcs``)."""
     def measure(prediction: ScriptText, reference: ScriptText) -> tuple:
         counts = plain_measure(prediction, reference)
         return counts, _ratio(counts)
@@ -234,8 +237,6 @@ def build_script_measure(rouge_type: RougeType, weight: float) -> tuple:
     kind = rouge_type.kind
     if kind == NGRAM:
         return _rounded_recall(ngram_measure(rouge_type.n)), 1.0
-    if kind == LCS:
-        return _plain_recall(lcs_measure), 1.0
     if kind == SUMMARY_LCS:
         return _plain_recall(summary_lcs_measure), 1.0
     if kind == WEIGHTED_LCS:
@@ -266,7 +267,7 @@ class Rouge155Engine:
                  alpha: float = 0.5, weight: float = 1.2, multi_reference: str = "best"):
         self._tokenize = tokenize
         self._alpha = float(alpha)
-        self._best = multi_reference == "best"
+        self._multi_reference = multi_reference
         self._measures = [(rouge_type.name, *build_script_measure(rouge_type, weight))
                           for rouge_type in rouge_types]
 
@@ -278,7 +279,7 @@ class Rouge155Engine:
         result = {}
         for name, measure, root in self._measures:
             per_reference = [measure(prepared, target) for target in targets]
-            if self._best:
+            if self._multi_reference == "best":
                 counts, best = per_reference[0]
                 for candidate, recall in per_reference[1:]:
                     if recall > best:  # strictly: the first reference wins ties, as in the script

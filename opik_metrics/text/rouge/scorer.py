@@ -22,6 +22,7 @@ from opik_metrics.text.rouge.counts import FMeasure, Score, resolve_alpha
 from opik_metrics.text.rouge.per_item import ItemScorer, build_measure
 from opik_metrics.text.rouge.rouge155 import Rouge155Engine
 from opik_metrics.text.rouge.types import LCS, NGRAM, RougeType, parse_rouge_type
+from opik_metrics.text.tokenizers.rouge155_stemmer import ROUGE155_STEMMERS
 from opik_metrics.text.tokenizers.rouge155 import Rouge155Tokenizer
 from opik_metrics.text.tokenizers.words import make_tokenizer
 from opik_metrics.core.inputs import check_bool, check_text, reference_list, text_batch
@@ -34,22 +35,32 @@ if TYPE_CHECKING:
 __all__ = ["RougeScorer", "RougeKernel", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
 MULTI_REFERENCE_MODES = ("best", "average")
+DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL")
+ROUGE155_DEFAULT_TYPES = ("rouge1", "rouge2", "rougeLsum")    # the script's ROUGE-L is rougeLsum
 BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays' fixed cost a call is more than they save (docs/speed.md)
 
 
 class RougeScorer:
     """Scores predictions against references for a fixed set of ROUGE types and options.
 
+    ``rouge_types`` None: rouge1, rouge2 and rougeL; with ``rouge155=True`` rouge1, rouge2 and rougeLsum.
+
     ``rouge155=True``: each item's numbers as the ROUGE-1.5.5 perl script prints them (its
     tokenisation for ``tokenizer="default"``; ``multi_reference`` "average" = ``-f A``, "best" =
-    ``-f B``; ``alpha``/``beta`` = ``-p``; ``wlcs_weight`` = ``-w``); see ``rouge155.py``.
+    ``-f B``; ``alpha``/``beta`` = ``-p``; ``wlcs_weight`` = ``-w``; ``use_stemmer`` = ``-m``); see ``rouge155.py``. Its ROUGE-L
+    is ``rougeLsum``: ``rougeL`` is refused. ``rouge155_stemmer``, only with ``rouge155=True``,
+    ``use_stemmer=True`` and the default tokenizer: ``"wordnet+porter"`` (the default: ``-m`` with
+    WordNet's exception lists) or ``"porter"`` (``-m`` with an empty exception database).
     """
 
-    def __init__(self, rouge_types: str | Sequence[str] = ("rouge1", "rouge2", "rougeL"), *,
+    def __init__(self, rouge_types: str | Sequence[str] | None = None, *,
                  use_stemmer: bool = False, remove_stopwords: bool = False,
                  tokenizer: str | Callable[[str], list[str]] = "default", alpha: float | None = None,
                  beta: float | None = None, wlcs_weight: float = 1.2, multi_reference: str = "best",
-                 rouge155: bool = False) -> None:
+                 rouge155: bool = False, rouge155_stemmer: str | None = None) -> None:
+        rouge155 = check_bool(rouge155, "rouge155")
+        if rouge_types is None:
+            rouge_types = ROUGE155_DEFAULT_TYPES if rouge155 else DEFAULT_TYPES
         if isinstance(rouge_types, str):
             rouge_types = (rouge_types,)
         parsed = [parse_rouge_type(name) for name in rouge_types]
@@ -61,7 +72,11 @@ class RougeScorer:
             raise ValueError(f"wlcs_weight must be a finite number > 1, got {wlcs_weight!r}")
         use_stemmer = check_bool(use_stemmer, "use_stemmer")        # "yes" or "no" would both be truthy
         remove_stopwords = check_bool(remove_stopwords, "remove_stopwords")
-        rouge155 = check_bool(rouge155, "rouge155")
+        if rouge155 and any(t.kind == LCS for t in unique):
+            raise ValueError("rouge155=True has no rougeL (ROUGE-L of the text on one line, which no paper reports): "
+                             "ask for rougeLsum, the script's ROUGE-L (sentence by sentence, one per line)")
+        script_tokens = rouge155 and isinstance(tokenizer, str) and tokenizer == "default"
+        self._stemmer = self._script_stemmer(rouge155_stemmer, script_tokens and use_stemmer)
         if multi_reference not in MULTI_REFERENCE_MODES:
             raise ValueError(
                 f"multi_reference must be one of {', '.join(map(repr, MULTI_REFERENCE_MODES))}, "
@@ -69,8 +84,8 @@ class RougeScorer:
             )
         self._alpha = resolve_alpha(alpha, beta)
         self._alpha_text = self._describe_f(alpha, beta)
-        if rouge155 and tokenizer == "default":  # "default" is the script's own tokenisation here
-            self._tokenizer = Rouge155Tokenizer(use_stemmer, remove_stopwords)
+        if script_tokens:  # "default" is the script's own tokenisation here
+            self._tokenizer = Rouge155Tokenizer(use_stemmer, remove_stopwords, self._stemmer or "wordnet+porter")
         else:
             self._tokenizer = make_tokenizer(tokenizer, use_stemmer=bool(use_stemmer),
                                              remove_stopwords=bool(remove_stopwords))
@@ -90,6 +105,18 @@ class RougeScorer:
             self._rouge155 = Rouge155Engine(
                 unique, self._tokenizer, alpha=0.5 if self._alpha is None else self._alpha,
                 weight=self.wlcs_weight, multi_reference=multi_reference)
+
+    @staticmethod
+    def _script_stemmer(rouge155_stemmer: str | None, applies: bool) -> str | None:
+        """The ROUGE-1.5.5 stemmer's name when the script's tokenisation stems, else None;
+        ValueError for a ``rouge155_stemmer`` that is unknown or would change nothing."""
+        if rouge155_stemmer is not None and rouge155_stemmer not in ROUGE155_STEMMERS:
+            raise ValueError(f"rouge155_stemmer must be one of {', '.join(map(repr, ROUGE155_STEMMERS))}, "
+                             f"got {rouge155_stemmer!r}")
+        if rouge155_stemmer is not None and not applies:
+            raise ValueError(f"rouge155_stemmer={rouge155_stemmer!r} needs rouge155=True, use_stemmer=True and "
+                             "tokenizer='default' (it is the ROUGE-1.5.5 script's -m)")
+        return (rouge155_stemmer or ROUGE155_STEMMERS[0]) if applies else None
 
     def _describe_f(self, alpha, beta) -> str:
         if self._alpha is None:
@@ -162,12 +189,15 @@ class RougeScorer:
         """Everything that determines the numbers, e.g. for experiment metadata and reproducibility.
 
         The ROUGE-1.5.5 mode adds ``mode:rouge155`` after the metric (the default mode has no
-        ``mode`` field, so its signatures are unchanged).
+        ``mode`` field, so its signatures are unchanged). Where the script's tokenisation stems,
+        ``stem`` names its stemmer (``wordnet+porter`` or ``porter``) instead of ``yes``, the nltk
+        Porter stemmer of records made before it.
         """
         mode = {"mode": "rouge155"} if self.rouge155 else {}
+        stem = self._stemmer or ("yes" if self.use_stemmer else "no")
         return Signature({
             "metric": "rouge", **mode, "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
-            "stem": "yes" if self.use_stemmer else "no", "stop": "yes" if self.remove_stopwords else "no",
+            "stem": stem, "stop": "yes" if self.remove_stopwords else "no",
             "f": self._alpha_text, "multi": self.multi_reference, "w": f"{self.wlcs_weight:g}",
             "version": _package_version(),
         }, formats={"metric": "{}"})

@@ -17,17 +17,17 @@ with Python's Unicode ``str.lower`` first, which differs on exactly two characte
 (U+212A) and LATIN CAPITAL LETTER I WITH DOT ABOVE (U+0130) lowercase to ASCII ``k`` / ``i`` there,
 while the script sees non-ASCII bytes (separators).
 
-Stemming (step 6) here is rouge-score's nltk Porter stemmer, for words longer than 3 characters as
-in the script; the script's ``-m`` first looks the word up in WordNet 2.0's exception lists
-(``went`` -> ``go``, ``children`` -> ``child``) and then runs its own Porter implementation, so a
-stemmed score can differ from the script's ``-m`` on such words.
+Stemming (step 6) is the script's ``-m``: WordNet 2.0's exception lists first (``went`` -> ``go``),
+then the script's own Porter stemmer (``rouge155_stemmer``); ``stemmer="porter"`` leaves the
+exception lists out, as a run whose exception database is empty.
 """
 from __future__ import annotations
 
 import re
 
 from opik_metrics.text.tokenizers.stopwords import ENGLISH_STOPWORDS
-from opik_metrics.text.tokenizers.words import _longer_than_3, _porter_stem, _WordMemo
+from opik_metrics.text.tokenizers.rouge155_stemmer import Rouge155Stemmer
+from opik_metrics.text.tokenizers.words import _longer_than_3, _WordMemo
 
 # ASCII capitals map to lowercase, [a-z0-9] bytes stay, every other byte is a separator.
 _SEPARATORS = bytes(
@@ -44,16 +44,17 @@ def rouge155_words(text: str) -> list:
 
 
 class Rouge155Tokenizer:
-    """ROUGE-1.5.5's tokens: ASCII lowercase, ``[a-z0-9]`` runs, SMART stopwords, Porter stem if > 3 chars."""
+    """ROUGE-1.5.5's tokens: ASCII lowercase, ``[a-z0-9]`` runs, SMART stopwords, ``-m`` stem if > 3 chars
+    (``stemmer``: ``"wordnet+porter"``, the script's ``-m``, or ``"porter"``, without the exception lists)."""
 
     name = "rouge155"
 
-    def __init__(self, use_stemmer: bool = False, remove_stopwords: bool = False):
+    def __init__(self, use_stemmer: bool = False, remove_stopwords: bool = False, stemmer: str = "wordnet+porter"):
         self._memo = None
+        stem = Rouge155Stemmer(stemmer)         # checks ``stemmer`` even when nothing is stemmed
         if use_stemmer or remove_stopwords:
-            stem = _porter_stem() if use_stemmer else None
             stopwords = ENGLISH_STOPWORDS if remove_stopwords else frozenset()
-            self._memo = _WordMemo(stem, stopwords, _longer_than_3, None)
+            self._memo = _WordMemo(stem if use_stemmer else None, stopwords, _longer_than_3, None)
 
     def __call__(self, text: str) -> list:
         words = rouge155_words(text)
