@@ -1,5 +1,5 @@
 """``agreement`` at Flickr8K-CF's shape (issue 49): 47,830 rated captions, five metrics, 1,000 item
-resamples, all four correlations (Kendall tau-c and tau-b, Spearman, Pearson) with intervals and
+resamples, all four correlations (Kendall tau-b and tau-c, Spearman, Pearson) with intervals and
 each metric's paired test against the best, timed as one run of ``agreement_from_scores``.
 
 Synthetic data of that shape: the human score is the mean of three yes/no votes (0, 1/3, 2/3, 1, as
