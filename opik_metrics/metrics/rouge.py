@@ -44,6 +44,11 @@ class ROUGE(ReferenceMetric):
     rougeSU: default (3 + 3) / (6 + 4) = 0.6, 1.5.5 (3 + 2) / (6 + 3) = 0.55556 (unigrams of
     "police killed the" only). See ``opik_metrics.text.rouge.rouge155``.
 
+    ``multi_reference`` with several references: ``"best"`` (the highest F, as rouge-score),
+    ``"average"`` (counts added over the references, ROUGE-1.5.5's ``-f A``) or ``"mean"`` (the mean
+    over the references of each one's P, R and F, as BARTScore's and SummEval's code). The corpus
+    score is the mean over items of the item's value, whatever the mode.
+
     Examples:
         >>> from opik_metrics import ROUGE
         >>> [(r.name, round(r.value, 4)) for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]

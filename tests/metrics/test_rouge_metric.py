@@ -34,6 +34,28 @@ def test_values_equal_rouge_score_single_and_multi_reference(stem):
             assert got[f"{t}_f1"] == want[t].fmeasure
 
 
+@pytest.mark.parametrize("rouge155", [False, True])
+def test_mean_over_references_per_item_and_its_corpus_score(rouge155):
+    """multi_reference="mean" per item: the mean of the item scored against each reference alone (the
+    metric itself with one reference, checked against rouge-score in tests/text); the corpus score stays
+    from_statistics(sum of the items' statistics): the mean over items of those per-item means."""
+    preds, refs = realistic_pairs(30, seed=12)
+    _, refs2 = realistic_pairs(30, seed=13)
+    types = ["rouge1", "rougeLsum"]
+    mean = ROUGE(rouge_types=types, multi_reference="mean", rouge155=rouge155, track=False)
+    single = ROUGE(rouge_types=types, rouge155=rouge155, track=False)
+    lists = [[r, r2] for r, r2 in zip(refs, refs2)]
+    items = mean.score_batch(preds, lists)
+    for p, refs_of, got in zip(preds, lists, items):
+        alone = [as_dict(single.score(output=p, reference=r)) for r in refs_of]
+        assert as_dict(got) == {name: sum(a[name] for a in alone) / 2 for name in alone[0]}
+    corpus = mean.corpus_score(preds, lists)
+    assert corpus.name == "corpus_rouge1_f1"
+    assert corpus.value == mean.from_statistics(sum(mean.statistics(preds, lists))).value
+    assert corpus.value == pytest.approx(sum(as_dict(got)["rouge1_f1"] for got in items) / len(items), rel=1e-12)
+    assert mean.signature.fields["multi"] == "mean"
+
+
 def test_batch_equals_single_calls_and_keeps_order():
     preds, refs = realistic_pairs(40, seed=3)
     m = ROUGE(track=False)

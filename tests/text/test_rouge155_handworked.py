@@ -125,6 +125,18 @@ def test_best_reference_is_the_best_recall_not_the_best_f():
         0.75, 0.85714, 0.8)
 
 
+def test_mean_over_references_of_the_scripts_rounded_values():
+    # Prediction "a b c". Ref "a x y": 1 hit of 3 / 3: P = R = 0.33333, F = 0.33333. Ref "a b": 2 hits,
+    # P = 2/3 -> 0.66667, R = 1.0, F = 0.66667 / (0.5*0.66667 + 0.5) = 0.7999976 -> 0.8. The mean of
+    # those printed values, not rounded again: P 0.5, R 0.666665, F 0.566665.
+    got = script(["rouge1"], multi_reference="mean").score("a b c", ["a x y", "a b"])["rouge1"]
+    assert triple(got) == ((0.33333 + 0.66667) / 2, (0.33333 + 1.0) / 2, (0.33333 + 0.8) / 2)
+    # -f A instead pools: 3 hits of 6 / 5 -> P 0.5, R 0.6, F 0.54545
+    assert triple(script(["rouge1"], multi_reference="average").score("a b c", ["a x y", "a b"])["rouge1"]) == (
+        0.5, 0.6, 0.54545)
+    assert script(["rouge1"], multi_reference="mean").signature().fields["multi"] == "mean"
+
+
 def test_rouge_lsum_is_the_scripts_rouge_l():
     # Reference "w1 w2 w3 w4 w5"; prediction lines "w1 w2 w6 w7 w8" / "w1 w3 w8 w9 w5" (Lin 2004):
     # union LCS w1 w2 w3 w5 -> R = 4/5, P = 4/10, F = 0.32 / 0.6 = 0.53333.

@@ -173,3 +173,22 @@ def test_stopword_list_is_the_scripts_file():
     assert len(words) == 598 and len(set(words)) == 596
     assert ENGLISH_STOPWORDS == frozenset(words)
     assert list(SMART_COMMON_WORDS) == list(dict.fromkeys(words))
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_mean_over_references_is_the_mean_of_the_scripts_single_reference_scores(use_stemmer):
+    """multi_reference="mean": the script run on each (prediction, reference) pair alone, its P, R
+    and F averaged over the references (what BARTScore's and SummEval's code report)."""
+    predictions, references = realistic_pairs(60, seed=909)
+    items = [(_on_lines(p), [_on_lines(references[i]), _on_lines(references[(i + 5) % 60]),
+                             _on_lines(predictions[(i + 17) % 60])][:1 + i % 3]) for i, p in enumerate(predictions)]
+    types = ["rouge1", "rouge2", "rougeLsum", "rougeW", "rougeSU4"]
+    pairs = [(p, [r]) for p, refs in items for r in refs]
+    alone = iter(script_rouge(pairs, types, use_stemmer=use_stemmer))
+    ours = RougeScorer(types, rouge155=True, multi_reference="mean", use_stemmer=use_stemmer)
+    for prediction, refs in items:
+        per_reference = [next(alone) for _ in refs]
+        got = ours.score(prediction, refs)
+        for rouge_type in types:
+            want = tuple(sum(row[rouge_type][part] for row in per_reference) / len(refs) for part in range(3))
+            assert tuple(got[rouge_type]) == want, (rouge_type, prediction, refs)

@@ -95,6 +95,8 @@ def _text(rng: random.Random, most: int) -> str:
     {}, {"use_stemmer": True}, {"remove_stopwords": True}, {"use_stemmer": True, "remove_stopwords": True},
     {"tokenizer": "unicode"}, {"tokenizer": str.split}, {"alpha": 0.2}, {"beta": 0}, {"alpha": 1.0},
     {"multi_reference": "average"}, {"rouge155": True}, {"use_stemmer": True, "multi_reference": "average"},
+    {"multi_reference": "mean"}, {"use_stemmer": True, "multi_reference": "mean"},
+    {"rouge155": True, "use_stemmer": True, "multi_reference": "mean"},
     {"rouge155": True, "use_stemmer": True, "rouge155_stemmer": "porter", "multi_reference": "average"},
 ], ids=repr)
 def test_batch_equals_item_by_item(options):
@@ -128,6 +130,8 @@ def test_batch_across_chunks(monkeypatch):
     lists = [[r] if k % 7 else references[k:k + 1 + k % 90] for k, r in enumerate(references)]
     lists[3] = references[:100]                  # more references than a chunk's pairs
     assert scorer.score_batch(predictions, lists, flat=True) == _item_by_item(scorer, predictions, lists)
+    mean = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True, multi_reference="mean")
+    assert mean.score_batch(predictions, lists, flat=True) == _item_by_item(mean, predictions, lists)
 
 
 def test_batch_checks_its_input():

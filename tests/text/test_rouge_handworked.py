@@ -192,6 +192,26 @@ def test_multi_reference_average_rouge_w_pools_before_inverse():
     assert as_tuple(score) == approx_score(precision, 1.0, f1(precision, 1.0))
 
 
+def test_multi_reference_mean_averages_each_references_p_r_f():
+    # rouge1: ref 1 "the cat sat": 3 hits, P 3/6, R 3/3, F 2/3; ref 2 "a dog sat on a mat": 3 hits
+    # (sat, on, mat), P 3/6, R 3/6, F 1/2. Mean: P 1/2, R 3/4, F (2/3 + 1/2)/2 = 7/12 -- not the F of
+    # the mean P and R (2 * 1/2 * 3/4 / (5/4) = 3/5), nor "average"'s pooled (1/2, 2/3, 4/7).
+    score = RougeScorer(["rouge1"], multi_reference="mean").score(PREDICTION, REFERENCES)["rouge1"]
+    assert as_tuple(score) == approx_score(1 / 2, 3 / 4, 7 / 12)
+    # rouge2: ref 1: bigrams the-cat, cat-sat match, of 5 / 2: P 2/5, R 1, F 4/7; ref 2: only sat-on, of
+    # 5 / 5: P = R = F = 1/5. Mean: P 3/10, R 3/5, F (4/7 + 1/5)/2 = 27/70.
+    score = RougeScorer(["rouge2"], multi_reference="mean").score(PREDICTION, REFERENCES)["rouge2"]
+    assert as_tuple(score) == approx_score(3 / 10, 3 / 5, 27 / 70)
+    # rougeW, w = 2, prediction "a b c": ref "a b c": P = R = 1; ref "c": P = sqrt(1/9), R = 1,
+    # F = 2 * (1/3) / (4/3) = 1/2. Mean: P 2/3, R 1, F 3/4 (each reference's own f^-1 first).
+    score = RougeScorer(["rougeW"], wlcs_weight=2, multi_reference="mean").score("a b c", ["a b c", "c"])["rougeW"]
+    assert as_tuple(score) == approx_score(2 / 3, 1.0, 3 / 4)
+    # one reference: the same as the other modes
+    one = RougeScorer(["rouge1", "rougeL"], multi_reference="mean").score(PREDICTION, REFERENCES[:1])
+    assert one == RougeScorer(["rouge1", "rougeL"]).score(PREDICTION, REFERENCES[:1])
+    assert RougeScorer(multi_reference="mean").signature().fields["multi"] == "mean"
+
+
 def test_multi_reference_with_one_empty_reference():
     # Average: the empty reference adds 0 hits, its 2 prediction tokens and 0 reference tokens.
     # rouge1: hits 2, P = 2/4, R = 2/2.  Best: the non-empty one, P = R = 1.

@@ -143,6 +143,24 @@ def test_multi_reference_best_equals_score_multi(use_stemmer):
                      ORACLE_TYPES, (prediction, refs))
 
 
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_multi_reference_mean_is_the_mean_of_rouge_scores_per_reference(use_stemmer):
+    """multi_reference="mean": rouge-score's P, R and F against each reference alone, averaged."""
+    rng = random.Random(22)
+    predictions, references = realistic_pairs(150, seed=9)
+    oracle = rouge_scorer.RougeScorer(ORACLE_TYPES, use_stemmer=use_stemmer)
+    ours = RougeScorer(ORACLE_TYPES, use_stemmer=use_stemmer, multi_reference="mean")
+    lists = [[references[i]] + rng.sample(references, rng.randint(0, 4)) for i in range(len(predictions))]
+    got_batch = ours.score_batch(predictions, lists)           # 150 items: the arrays path
+    for prediction, refs, batch_row in zip(predictions, lists, got_batch):
+        alone = [oracle.score(reference, prediction) for reference in refs]   # rouge-score: (target, prediction)
+        want = {t: Score(*(sum(s[t][part] for s in alone) / len(refs) for part in range(3))) for t in ORACLE_TYPES}
+        got = ours.score(prediction, refs)
+        for rouge_type in ORACLE_TYPES:
+            assert got[rouge_type] == want[rouge_type], (rouge_type, prediction, refs)
+            assert batch_row[rouge_type] == want[rouge_type], (rouge_type, prediction, refs)
+
+
 def test_score_batch_equals_score():
     predictions, references = realistic_pairs(50, seed=2)
     ours = RougeScorer(ORACLE_TYPES)

@@ -56,6 +56,7 @@ class BatchScorer:
         self._tokenize = tokenize
         self._alpha = fmeasure.alpha
         self._average = multi_reference == "average"
+        self._mean = multi_reference == "mean"
         self._array_columns = [(column, t) for column, t in enumerate(self._types) if t.kind in ARRAY_KINDS]
         self._other_columns = [column for column, t in enumerate(self._types) if t.kind not in ARRAY_KINDS]
 
@@ -127,6 +128,8 @@ class BatchScorer:
             elif self._average:   # counts pooled over the references
                 rows = self._values(np.add.reduceat(hits, first), np.add.reduceat(predicted, first),
                                     np.add.reduceat(referenced, first))
+            elif self._mean:      # each reference's P, R, F, averaged
+                rows = _means(self._values(hits, predicted, referenced), first, ref_counts[items])
             else:                                        # the reference with the highest F, the first on ties
                 every = self._values(hits, predicted, referenced)
                 best = np.maximum.reduceat(every[:, 2], first)
@@ -139,6 +142,16 @@ class BatchScorer:
     def _values(self, hits: np.ndarray, predicted: np.ndarray, referenced: np.ndarray) -> np.ndarray:
         precision, recall = _ratio(hits, predicted), _ratio(hits, referenced)
         return np.stack([precision, recall, _fmeasure(precision, recall, self._alpha)], axis=1)
+
+
+def _means(every: np.ndarray, first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per item, the mean of its consecutive rows of ``every`` (rows ``first[i]`` on, ``counts[i]``
+    of them): added one reference after the other, then divided, as ``per_item.mean_values``."""
+    total = every[first].copy()
+    for k in range(1, int(counts.max())):
+        more = np.flatnonzero(counts > k)
+        total[more] += every[first[more] + k]
+    return total / counts[:, None]
 
 
 # -- texts as token ids -----------------------------------------------------------------------------

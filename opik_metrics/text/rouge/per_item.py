@@ -1,6 +1,7 @@
 """ROUGE one item at a time: each text tokenised once into a ``PreparedText``, and each ROUGE type's
 ``Measure`` counting its matches and totals between the prediction and one reference; ``ItemScorer``
-turns them into P, R, F (the best reference, or counts pooled over the references)."""
+turns them into P, R, F (the best reference, counts pooled over the references, or the mean of each
+reference's P, R, F)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -194,6 +195,7 @@ class ItemScorer:
         self._tokenize = tokenize
         self._fmeasure = fmeasure
         self._average = multi_reference == "average"
+        self._mean = multi_reference == "mean"
 
     def values(self, prediction: str, references: Sequence[str]) -> list[float]:
         """One checked item: a str and a non-empty list of str."""
@@ -210,9 +212,23 @@ class ItemScorer:
             all_counts = [measure(prepared, reference) for reference in others]
             if self._average:
                 values += counts_to_values(pool(all_counts), fmeasure, root)
+            elif self._mean:
+                values += mean_values([counts_to_values(c, fmeasure, root) for c in all_counts])
             else:
                 values += _best(counts_to_score(c, fmeasure, root) for c in all_counts)
         return values
+
+
+def mean_values(per_reference: Sequence[Sequence[float]]) -> tuple[float, float, float]:
+    """(P, R, F) each the mean over the references, summed left to right then divided (``batch.py``
+    adds them in the same order, so the floats are the same)."""
+    count = len(per_reference)
+    precision = recall = fmeasure = 0.0
+    for p, r, f in per_reference:
+        precision += p
+        recall += r
+        fmeasure += f
+    return precision / count, recall / count, fmeasure / count
 
 
 def _best(scores) -> Score:

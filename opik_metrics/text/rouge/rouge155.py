@@ -19,7 +19,9 @@ rougeS<d>           ROUGE-S<d> (``-2 d``), over the whole text
 rougeSU<d>          ROUGE-SU<d> (``-2 d -u``)
 rougeS / rougeSU    ROUGE-S* / ROUGE-SU* (``-2 -1``: no gap limit)
 alpha / beta        ``-p alpha`` (beta: alpha = 1 / (1 + beta**2)); default ``-p 0.5``
-multi_reference     ``"average"`` = ``-f A`` (the script's own default), ``"best"`` = ``-f B``
+multi_reference     ``"average"`` = ``-f A`` (the script's own default), ``"best"`` = ``-f B``,
+                    ``"mean"`` = the mean over the references of the script's P, R and F for
+                    each reference alone (printed values: 5 decimals each, the mean not rounded)
 remove_stopwords    ``-s`` (the SMART list, as in the default mode)
 use_stemmer         ``-m``: WordNet 2.0's exception lists, then the script's Porter stemmer
                     (``rouge155_stemmer="porter"``: ``-m`` with an empty exception database;
@@ -66,7 +68,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from opik_metrics.text.rouge.counts import Counts, Score, pool
-from opik_metrics.text.rouge.per_item import (PreparedText, clipped_overlap, ngram_counts, ngram_measure,
+from opik_metrics.text.rouge.per_item import (PreparedText, clipped_overlap, mean_values, ngram_counts, ngram_measure,
                                               skip_bigram_measure, skip_bigram_total, summary_lcs_measure)
 from opik_metrics.text.rouge.types import NGRAM, SKIP_BIGRAM, SUMMARY_LCS, WEIGHTED_LCS, RougeType
 
@@ -284,6 +286,9 @@ class Rouge155Engine:
                 for candidate, recall in per_reference[1:]:
                     if recall > best:  # strictly: the first reference wins ties, as in the script
                         counts, best = candidate, recall
+            elif self._multi_reference == "mean":
+                result[name] = Score(*mean_values([script_score(c, self._alpha, root) for c, _ in per_reference]))
+                continue
             else:
                 counts = pool(c for c, _ in per_reference)
             result[name] = script_score(counts, self._alpha, root)

@@ -10,6 +10,12 @@ Usage::
 
     scorer = RougeScorer(("rouge1", "rouge2", "rougeL"), use_stemmer=True)
     scorer.score("the prediction", ["a reference", "another reference"])["rougeL"].fmeasure
+
+Several references (``multi_reference``): ``"best"``, the reference with the highest F (rouge-score's
+``score_multi``); ``"average"``, match counts and totals added over the references, then divided
+(ROUGE-1.5.5's ``-f A``); ``"mean"``, the arithmetic mean over the references of each one's P, R
+and F (the F of a reference from its own P and R, not the F of the mean P and R), what BARTScore's
+and SummEval's code report.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RougeScorer", "RougeKernel", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
-MULTI_REFERENCE_MODES = ("best", "average")
+MULTI_REFERENCE_MODES = ("best", "average", "mean")
 DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL")
 ROUGE155_DEFAULT_TYPES = ("rouge1", "rouge2", "rougeLsum")    # the script's ROUGE-L is rougeLsum
 BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays' fixed cost a call is more than they save (docs/speed.md)
@@ -47,7 +53,8 @@ class RougeScorer:
 
     ``rouge155=True``: each item's numbers as the ROUGE-1.5.5 perl script prints them (its
     tokenisation for ``tokenizer="default"``; ``multi_reference`` "average" = ``-f A``, "best" =
-    ``-f B``; ``alpha``/``beta`` = ``-p``; ``wlcs_weight`` = ``-w``; ``use_stemmer`` = ``-m``); see ``rouge155.py``. Its ROUGE-L
+    ``-f B``, "mean" = the mean of the script's number for each reference alone; ``alpha``/``beta``
+    = ``-p``; ``wlcs_weight`` = ``-w``; ``use_stemmer`` = ``-m``); see ``rouge155.py``. Its ROUGE-L
     is ``rougeLsum``: ``rougeL`` is refused. ``rouge155_stemmer``, only with ``rouge155=True``,
     ``use_stemmer=True`` and the default tokenizer: ``"wordnet+porter"`` (the default: ``-m`` with
     WordNet's exception lists) or ``"porter"`` (``-m`` with an empty exception database).
