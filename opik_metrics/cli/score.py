@@ -95,7 +95,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                        "files must have one entry a line, in the same order")
     if args.baseline_path is not None and "bertscore" in names:   # else its UTF-8 error names no file
         read_text_file(args.baseline_path, "baseline")
-    metrics = build_metrics(names, args, references, SOURCE, track=False)
+    metrics = build_metrics(names, args, references, SOURCE, preprocess=True, track=False)
     lacking = [m.name for m in metrics if getattr(m, "needs_reference", False) is True and references is None]
     if lacking:
         raise CLIError(f"{', '.join(lacking)} as configured need --references")
@@ -104,6 +104,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise CLIError(f"{', '.join(unsourced)} score each output given its source: give --source FILE")
     result = score_texts(metrics, outputs, references, progress=not args.no_progress,
                          sources=sources)
+    signed_preprocessing(metrics, result["signatures"])
     if args.format == "json":
         notes = [{"item": k, "score": s, "reason": r}
                  for k, item in enumerate(result["reasons"]) for s, r in item.items()]
@@ -128,6 +129,39 @@ def cmd_score(args: argparse.Namespace) -> int:
     for k, reason in flagged:
         print(f"note: item {k}: {reason}")
     return 0
+
+
+def signed_preprocessing(metrics: Sequence[Any], signatures: dict[str, str]) -> None:
+    """The printed signatures of the metrics that scored prepared text (``--lowercase``,
+    ``--split-sentences``) with what was done, as their facts (and a record file's header) say it:
+    their results carry the metric's own signature."""
+    for metric in metrics:
+        preprocessing = getattr(metric, "preprocessing", None)
+        if not preprocessing:
+            continue
+        for name in (metric.name, *(c.name for c in facts_of(metric).corpora)):
+            if name in signatures:
+                signatures[name] = f"{signatures[name]}|{preprocessing}"
+
+
+def add_text_options(parser: argparse.ArgumentParser) -> None:
+    """``score``'s options for every metric at once: the rule for several references and what is
+    done to the texts before scoring (docs/command-line.md, "Several references, lowercasing and
+    sentences")."""
+    g = parser.add_argument_group("every metric: several references, text preparation")
+    g.add_argument("--multi-reference", metavar="MODE",
+                   help="how every metric with a choice counts several references: mean (the mean of the "
+                        "single-reference scores: BLEU, chrF, METEOR, BERTScore, BARTScore, ROUGE) or a mode of "
+                        "theirs (best, max, pooled, average); a metric's own option (--bartscore-multi-reference) "
+                        "wins; a reference-based metric without a choice, or a mode it lacks, is an error")
+    g.add_argument("--lowercase", action="store_true",
+                   help="lowercase outputs, references and sources before scoring, for every metric (BLEU and "
+                        "chrF lowercase as sacrebleu's -lc, case:lc in their signatures; the others' signatures "
+                        "add lowercase:yes)")
+    g.add_argument("--split-sentences", choices=["newline", "nltk"],
+                   help="ROUGE's sentences (rougeLsum, --rouge155): newline, the text's own lines (rouge-score's "
+                        "rule, the default), or nltk: one Punkt sentence a line, as rouge-score's split_summaries "
+                        "(signature split:punkt-english, or split:punkt-untrained without nltk's punkt_tab data)")
 
 
 COMMAND = "score"
@@ -184,5 +218,6 @@ def register(sub: Any) -> None:
                        help="table (default) or one JSON object: items, aggregate, signatures")
     score.add_argument("--items", action="store_true", help="also print a per-item table")
     score.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    add_metric_options(score)
+    add_text_options(score)
+    add_metric_options(score, own=("--lowercase",))
     score.set_defaults(func=cmd_score)

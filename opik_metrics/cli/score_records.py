@@ -36,7 +36,7 @@ def score_records(args: argparse.Namespace) -> int:
         references = None
         if wants_every_reference(names, args):
             references = read_references(source, fields, args.chunk_size)   # a first pass: corpus contexts
-        recipe = metric_recipe(names, args, references, SOURCE, track=False)
+        recipe = metric_recipe(names, args, references, SOURCE, preprocess=True, track=False)
         engine: Engine
         if args.engine == "ray":
             from opik_metrics.distributed import RayEngine
