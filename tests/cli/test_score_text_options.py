@@ -76,6 +76,20 @@ def test_multi_reference_mean_gives_each_metric_the_mean_of_its_single_reference
     assert named["signatures"]["chrf"] == plain["signatures"]["chrf"]       # the default, named: as before
 
 
+def test_multi_reference_reaches_rouge_and_meteor(tmp_path, capsys):
+    """The one flag sets ROUGE's own multi_reference (its engine's modes) and METEOR's."""
+    pytest.importorskip("pycocoevalcap", reason="METEOR's tables come with the meteor extra")
+    from opik_metrics import METEOR, ROUGE
+    outputs, references = _three_references(15, seed=4)
+    got = _json(capsys, *_files(tmp_path, outputs, references), "-m", "rouge", "-m", "meteor",
+                "--multi-reference", "mean")
+    rouge = ROUGE(multi_reference="mean", track=False).score_batch(outputs, references)
+    meteor = METEOR(multi_reference="mean", track=False).score_batch(outputs, references)
+    assert [i["rouge1_f1"] for i in got["items"]] == [r[2].value for r in rouge]
+    assert [i["meteor"] for i in got["items"]] == [r[0].value for r in meteor]
+    assert "multi:mean" in got["signatures"]["rouge"] and got["signatures"]["meteor"].endswith("|multi:mean")
+
+
 def test_multi_reference_on_records_signs_the_header(tmp_path, capsys):
     outputs, references = _three_references(20)
     path = write_jsonl(tmp_path / "in.jsonl", [{"id": k, "output": o, "reference": r}
