@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import os
+from math import isfinite
 from typing import Any, Sequence
 
 from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors, within_deadline
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
-from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, check_formulas
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, check_formulas, no_gc
 from opik_metrics.metric_kit.server_range import UNSENT_KEY
 from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
 from opik_metrics.streams.ids import TRIAL_COLUMN
@@ -102,9 +103,10 @@ def from_records(path: str) -> ExperimentRecords:
     skip = {"index", "reason", id_field, *keep, *carriers}
     inputs = [c for name in ("reference", "source", "image") for c in config["fields"].get(name) or [name] if c in keep]
     seen: dict[Any, Any] = {}
-    for number, row in enumerate(read_rows(path)):
-        records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, path))
-        _check_trials(records.items[-1], number, row, keep, inputs, seen, path)
+    with no_gc():
+        for number, row in enumerate(read_rows(path)):
+            records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, path))
+            _check_trials(records.items[-1], number, row, keep, inputs, seen, path)
     records.score_metrics = score_metrics
     return records
 
@@ -154,11 +156,14 @@ def _record_item(row: dict, id_field: str, keep: list[str], output_column: str, 
         record.failed, record.stage = True, "scoring"
         record.reason = reason or "no score recorded for this record"
         return record
+    scores = record.scores
     for name, value in values.items():
-        if value is None:
+        if type(value) is float and isfinite(value):     # the usual case, is_number's answer without its calls
+            scores[name] = value
+        elif value is None:
             record.score_failures[name] = reason or "no value recorded"
         elif is_number(value):
-            record.scores[name] = float(value)
+            scores[name] = float(value)
         else:
             record.non_finite[name] = non_finite_kind(value)
     for column, names in carriers.items():

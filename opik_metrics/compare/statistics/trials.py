@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord
+from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, no_gc
 from opik_metrics.core.numbers import is_number
 
 
@@ -21,7 +21,8 @@ def merge_trials(experiment: ExperimentRecords) -> ExperimentRecords:
         groups.setdefault(item.key, []).append(item)
     if all(len(rows) == 1 for rows in groups.values()):
         return experiment
-    return replace(experiment, items=[_merged(rows) for rows in groups.values()])
+    with no_gc():
+        return replace(experiment, items=[_merged(rows) for rows in groups.values()])
 
 
 def _merged(rows: list[ItemRecord]) -> ItemRecord:
@@ -41,9 +42,10 @@ def _merged(rows: list[ItemRecord]) -> ItemRecord:
             names.update(dict.fromkeys(row.non_finite))
             names.update(dict.fromkeys(row.score_failures))
     odd_rows = [row for row in live if row.non_finite]
+    every = [row.scores for row in live]
     for name in names:
-        values = [row.scores[name] for row in live if name in row.scores]
-        odd = next((row.non_finite[name] for row in odd_rows if name in row.non_finite), None)
+        values = [scores[name] for scores in every if name in scores]
+        odd = next((row.non_finite[name] for row in odd_rows if name in row.non_finite), None) if odd_rows else None
         if odd is not None:                # a trial without a finite value: the item's mean is not finite either
             item.non_finite[name] = odd
         elif values:
@@ -67,11 +69,21 @@ def _summed_statistics(name: str, base: ItemRecord, live: list[ItemRecord]) -> d
     if any(row is None for row in found):
         return meta
     widths = [len(row) for row in found if isinstance(row, list)]
+    if len(widths) == len(found) and len(set(widths)) == 1 and _plain_floats(found):
+        meta["statistics"] = [sum(column) for column in zip(*found)]     # the usual case, checked at once
+        return meta
     usual = max(widths, key=widths.count, default=0)         # the others' width: a shorter row is the damaged one
     damaged = next((row for row in found if not isinstance(row, list) or len(row) != usual
                     or not all(is_number(v) for v in row)), None)
     meta["statistics"] = damaged if damaged is not None else [sum(column) for column in zip(*found)]
     return meta
+
+
+def _plain_floats(rows: list) -> bool:
+    """Whether every value of ``rows`` is a finite float (what ``is_number`` accepts, bar ints): all
+    floats and a finite sum (a NaN or an infinity makes it NaN or infinite; a sum that overflows from
+    finite values only says no, and the caller then checks value by value)."""
+    return all(type(v) is float for row in rows for v in row) and math.isfinite(sum(map(sum, rows)))
 
 
 class ClusterFieldError(ValueError):
@@ -102,8 +114,8 @@ def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentReco
 def trial_sd(values: list[float], mean: float) -> float:
     """The sample SD of one item's trials; 0 when it is rounding alone (at most 1e-12 of the values'
     scale: three equal trials of 0.1 have a mean of 0.1 + 2.8e-17 and would show a spread of 2e-17)."""
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return 0.0 if sd <= 1e-12 * max(abs(v) for v in values) else sd
+    sd = math.sqrt(sum([(v - mean) ** 2 for v in values]) / (len(values) - 1))
+    return 0.0 if sd <= 1e-12 * max(map(abs, values)) else sd
 
 
 def trial_counts(experiment: ExperimentRecords) -> tuple[int, int]:
