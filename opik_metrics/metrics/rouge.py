@@ -122,7 +122,8 @@ class ROUGE(ReferenceMetric):
         return self._results(outputs, references, self._scorer.score_batch(outputs, references, flat=True))
 
     def _batch_kernel(self) -> RougeKernel | None:
-        return self._kernel
+        """None on rouge-score-rs: it spreads a batch over every core itself, in this process."""
+        return None if self._scorer.engine == "compiled" else self._kernel
 
     def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: array) -> list:
         """``values``: the kernel's ``score_batch(..., flat=True)``, as an array."""

@@ -143,7 +143,7 @@ def _settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 #: Signature fields whose values follow the installed packages (versions, a model config's hash).
 VOLATILE = {"version", "module_version", "opik-metrics", "opik_metrics", "nltk", "transformers", "torch",
-            "sacrebleu", "bert_score", "numpy", "cfg"}
+            "sacrebleu", "bert_score", "numpy", "rouge_score_rs", "cfg"}
 
 
 def stable(recorded: Any) -> Any:

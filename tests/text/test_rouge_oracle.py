@@ -1,6 +1,8 @@
-"""Our ROUGE-N / L / Lsum equal rouge-score 0.1.2's numbers exactly (==), on many inputs."""
+"""Our ROUGE-N / L / Lsum equal rouge-score 0.1.2's numbers exactly (==), on many inputs, on both
+engines: ours (``engine="python"``) and rouge-score-rs (``engine="compiled"``)."""
 from __future__ import annotations
 
+import functools
 import random
 import sys
 from pathlib import Path
@@ -8,7 +10,8 @@ from pathlib import Path
 import pytest
 from rouge_score import rouge_scorer, tokenizers
 
-from opik_metrics.text.rouge.scorer import RougeScorer, Score
+from opik_metrics.text.rouge import scorer as scorer_module
+from opik_metrics.text.rouge.scorer import Score
 from opik_metrics.text.tokenizers.words import DefaultTokenizer
 
 try:
@@ -16,6 +19,18 @@ try:
 except ModuleNotFoundError:  # plain `pytest` from elsewhere: put the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.corpus import realistic_pairs
+
+RougeScorer = scorer_module.RougeScorer
+
+
+@pytest.fixture(autouse=True, params=["python", "compiled"])
+def engine(request, monkeypatch):
+    """Every test here runs on each engine: ``RougeScorer`` below is the one with that engine."""
+    if request.param == "compiled":
+        pytest.importorskip("rouge_score_rs")
+    monkeypatch.setitem(globals(), "RougeScorer", functools.partial(scorer_module.RougeScorer, engine=request.param))
+    return request.param
+
 
 ORACLE_TYPES = ["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"]
 

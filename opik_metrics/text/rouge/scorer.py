@@ -24,6 +24,7 @@ from array import array
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, overload
 
+from opik_metrics.text.rouge.compiled import CompiledRouge, compiled_version
 from opik_metrics.text.rouge.counts import FMeasure, Score, resolve_alpha
 from opik_metrics.text.rouge.per_item import ItemScorer, build_measure
 from opik_metrics.text.rouge.rouge155 import Rouge155Engine
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["RougeScorer", "RougeKernel", "RougeType", "Score", "parse_rouge_type", "MULTI_REFERENCE_MODES"]
 
 MULTI_REFERENCE_MODES = ("best", "average", "mean")
+ENGINES = ("auto", "python", "compiled")
 DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL")
 ROUGE155_DEFAULT_TYPES = ("rouge1", "rouge2", "rougeLsum")    # the script's ROUGE-L is rougeLsum
 BATCH_MIN_ITEMS = 100    # below it, item by item: the arrays' fixed cost a call is more than they save (docs/speed.md)
@@ -58,14 +60,19 @@ class RougeScorer:
     is ``rougeLsum``: ``rougeL`` is refused. ``rouge155_stemmer``, only with ``rouge155=True``,
     ``use_stemmer=True`` and the default tokenizer: ``"wordnet+porter"`` (the default: ``-m`` with
     WordNet's exception lists) or ``"porter"`` (``-m`` with an empty exception database).
+
+    ``engine``: ``"auto"`` scores on rouge-score-rs where it computes the options (see
+    ``compiled.py``; the same bits), else here; ``"python"`` always here; ``"compiled"`` requires it.
     """
 
     def __init__(self, rouge_types: str | Sequence[str] | None = None, *,
                  use_stemmer: bool = False, remove_stopwords: bool = False,
                  tokenizer: str | Callable[[str], list[str]] = "default", alpha: float | None = None,
                  beta: float | None = None, wlcs_weight: float = 1.2, multi_reference: str = "best",
-                 rouge155: bool = False, rouge155_stemmer: str | None = None) -> None:
+                 rouge155: bool = False, rouge155_stemmer: str | None = None, engine: str = "auto") -> None:
         rouge155 = check_bool(rouge155, "rouge155")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINES))}, got {engine!r}")
         if rouge_types is None:
             rouge_types = ROUGE155_DEFAULT_TYPES if rouge155 else DEFAULT_TYPES
         if isinstance(rouge_types, str):
@@ -107,6 +114,16 @@ class RougeScorer:
         self._items = ItemScorer([build_measure(t, self.wlcs_weight) for t in unique], self._tokenizer,
                                  self._fmeasure, multi_reference)
         self._batch: BatchScorer | None = None
+        self._compiled = None if engine == "python" else CompiledRouge.of(
+            self.rouge_types, use_stemmer=self.use_stemmer, remove_stopwords=self.remove_stopwords,
+            tokenizer=tokenizer, alpha=self._alpha, multi_reference=multi_reference, rouge155=rouge155)
+        if engine == "compiled" and self._compiled is None:
+            raise ValueError(
+                "engine='compiled' needs rouge-score-rs installed (pip install rouge-score-rs) and options it "
+                "computes: rouge1..9, rougeL, rougeLsum, the default tokenizer, no stopword removal, F1 (no "
+                "alpha/beta), not rouge155" if compiled_version() is not None else
+                "engine='compiled' needs rouge-score-rs: pip install rouge-score-rs")
+        self.engine = "compiled" if self._compiled is not None else "python"
         self._rouge155 = None
         if rouge155:
             self._rouge155 = Rouge155Engine(
@@ -136,6 +153,8 @@ class RougeScorer:
         prediction, references = check_text(prediction, "prediction"), _references(references)
         if self._rouge155 is not None:
             return self._rouge155.score(prediction, references)
+        if self._compiled is not None and self._compiled.handles([references]):
+            return self._as_scores(self._compiled.flat_values([prediction], [references]))
         return self._as_scores(self._items.values(prediction, references))
 
     @overload
@@ -164,6 +183,8 @@ class RougeScorer:
         if self._rouge155 is not None:
             return [x for prediction, refs in zip(predictions, references)
                     for score in self._rouge155.score(prediction, refs).values() for x in score]
+        if self._compiled is not None and self._compiled.handles(references):
+            return self._compiled.flat_values(predictions, references)
         if not self._on_arrays(len(predictions)):
             return list(chain.from_iterable(map(self._items.values, predictions, references)))
         if self._batch is None:
@@ -202,11 +223,12 @@ class RougeScorer:
         """
         mode = {"mode": "rouge155"} if self.rouge155 else {}
         stem = self._stemmer or ("yes" if self.use_stemmer else "no")
+        compiled = {"rouge_score_rs": compiled_version()} if self._compiled is not None else {}
         return Signature({
             "metric": "rouge", **mode, "types": ",".join(self.rouge_types), "tok": self._tokenizer.name,
             "stem": stem, "stop": "yes" if self.remove_stopwords else "no",
             "f": self._alpha_text, "multi": self.multi_reference, "w": f"{self.wlcs_weight:g}",
-            "version": _package_version(),
+            "version": _package_version(), **compiled,
         }, formats={"metric": "{}"})
 
     def __repr__(self) -> str:
