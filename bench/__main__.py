@@ -20,7 +20,7 @@ import sys
 
 from opik_metrics.core.table import format_table
 
-BENCHMARKS = ["bench_rouge", "bench_adapter", "bench_bleu", "bench_chrf_ter", "bench_cider", "bench_meteor",
+BENCHMARKS = ["bench_rouge", "bench_rouge_compiled", "bench_adapter", "bench_bleu", "bench_chrf_ter", "bench_cider", "bench_meteor",
               "bench_bertscore", "bench_clipscore", "bench_caption", "bench_perplexity", "bench_bartscore", "bench_lm_memory", "bench_scale",
               "bench_gate", "bench_compare_gate", "bench_rescore", "bench_agreement", "bench_traces"]
 ON_REQUEST = ["gpu", "install"]  # modules run only when --only names them (no bench_ prefix)
