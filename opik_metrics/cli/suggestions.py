@@ -11,9 +11,9 @@ _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def known_options(parser: argparse.ArgumentParser) -> list[str]:
-    """Every option string ``parser``'s help lists (read from its help text: argparse keeps its
-    actions in private attributes)."""
-    return sorted(set(_OPTION.findall(parser.format_help())))
+    """Every option string ``parser``'s usage line lists (argparse keeps its actions in private
+    attributes; the usage names each option whole, where help prose may wrap one or quote another)."""
+    return sorted(set(_OPTION.findall(parser.format_usage())))
 
 
 def option_hints(message: str, known: list[str]) -> str:

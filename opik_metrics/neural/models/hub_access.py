@@ -91,7 +91,7 @@ def hub_source(repo_id: str) -> str:
     hub answers or offline mode is on (transformers then reads its cache at once), the cached
     snapshot when the hub does not answer. Raises HubUnreachableError when it does not answer and
     nothing is cached."""
-    if hub_offline() is not None:
+    if hub_offline(("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")) is not None:
         return repo_id
     why = why_hub_unreachable()
     if why is None:

@@ -62,7 +62,9 @@ class RougeScorer:
     WordNet's exception lists) or ``"porter"`` (``-m`` with an empty exception database).
 
     ``engine``: ``"auto"`` scores on rouge-score-rs where it computes the options (see
-    ``compiled.py``; the same bits), else here; ``"python"`` always here; ``"compiled"`` requires it.
+    ``compiled.py``; the same bits), else here; ``"python"`` always here; ``"compiled"`` requires
+    options it computes (a batch with several references an item under ``"average"`` or ``"mean"``
+    still scores here: rouge-score-rs only keeps the best reference).
     """
 
     def __init__(self, rouge_types: str | Sequence[str] | None = None, *,

@@ -1,6 +1,6 @@
 """ROUGE-1.5.5's ``-m`` for one word (the script's ``MorphStem``): the word's entry in WordNet 2.0's
 exception database when it has one, returned as it is (``went`` -> ``go``, ``children`` -> ``child``,
-``used`` -> ``use``), else the script's Porter stem (``rouge155_porter``).
+``mice`` -> ``mouse``), else the script's Porter stem (``rouge155_porter``: ``used`` -> ``us``).
 
 The script stems only words longer than 3 characters (the tokenizer sees to that), so ``ran`` or
 ``men`` are never looked up. The database is what ``buildExeptionDB.pl`` makes of the four lists in
