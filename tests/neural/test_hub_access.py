@@ -23,6 +23,7 @@ def hub_online_mode(monkeypatch, tmp_path):
     import huggingface_hub.constants
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(hub_access, "_probes", {})
@@ -123,6 +124,14 @@ def test_offline_mode_asks_nothing(hub_online_mode, silent_server, monkeypatch):
     """With HF_HUB_OFFLINE=1 transformers reads only its cache: no probe, no wait."""
     hub_online_mode(silent_server)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.monotonic()
+    assert resolve_model("someone/any-model").source == "someone/any-model"
+    assert time.monotonic() - started < 0.5
+
+
+def test_transformers_offline_also_asks_nothing(hub_online_mode, silent_server, monkeypatch):
+    hub_online_mode(silent_server)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     started = time.monotonic()
     assert resolve_model("someone/any-model").source == "someone/any-model"
     assert time.monotonic() - started < 0.5
