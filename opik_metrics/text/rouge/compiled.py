@@ -10,6 +10,7 @@ when it is not installed. Its values are checked bit for bit against ours and ro
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any, Sequence
 
 from opik_metrics.core.versions import Version, package_version
@@ -56,6 +57,9 @@ class CompiledRouge:
         targets = [ref for refs in references for ref in refs]
         outputs = [p for p, refs in zip(predictions, references) for _ in refs]
         scored = self._scorer.score_batch(targets, outputs)
+        if len(scored) == len(references):          # one reference each: its P, R, F (a Score is a tuple)
+            types = self.rouge_types
+            return list(chain.from_iterable(chain.from_iterable(map(item.__getitem__, types)) for item in scored))
         values: list[float] = []
         at = 0
         for refs in references:
