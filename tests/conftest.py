@@ -36,7 +36,7 @@ def pytest_unconfigure(config):
     if _OWNS_RUN_MARK and not hasattr(config, "workerinput"):
         left = end(marked_processes())
         if left:
-            print(f"\nended {left} process(es) the test run left behind (a test process killed mid-run)")
+            print(f"\nended {left} process(es) the test run left behind")
 
 
 @pytest.fixture(autouse=True, scope="session")

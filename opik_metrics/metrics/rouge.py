@@ -49,6 +49,9 @@ class ROUGE(ReferenceMetric):
     over the references of each one's P, R and F, as BARTScore's and SummEval's code). The corpus
     score is the mean over items of the item's value, whatever the mode.
 
+    ``engine``: ``"auto"`` (rouge-score-rs where it computes the options, the same bits, every core
+    in this process), ``"python"`` (ours, spread over worker processes by ``workers``) or ``"compiled"``.
+
     Examples:
         >>> from opik_metrics import ROUGE
         >>> [(r.name, round(r.value, 4)) for r in ROUGE(rouge_types=["rouge1"], track=False).score("a cat", "a cat sat")]
@@ -90,6 +93,7 @@ class ROUGE(ReferenceMetric):
         multi_reference: str = "best",
         rouge155: bool = False,
         rouge155_stemmer: str | None = None,
+        engine: str = "auto",
         name: str = "rouge",
         track: bool = True,
         project_name: str | None = None,
@@ -98,7 +102,7 @@ class ROUGE(ReferenceMetric):
             rouge_types = (rouge_types,)
         options: dict[str, Any] = dict(use_stemmer=use_stemmer, remove_stopwords=remove_stopwords, tokenizer=tokenizer,
                        alpha=alpha, beta=beta, wlcs_weight=wlcs_weight, multi_reference=multi_reference,
-                       rouge155=rouge155, rouge155_stemmer=rouge155_stemmer)
+                       rouge155=rouge155, rouge155_stemmer=rouge155_stemmer, engine=engine)
         self._scorer = RougeScorer(None if rouge_types is None else tuple(rouge_types), **options)
         self._kernel = RougeKernel.of(self._scorer.rouge_types, options)
         self.rouge_types = self._scorer.rouge_types
