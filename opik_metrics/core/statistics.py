@@ -124,3 +124,12 @@ def mean_formula(values: Sequence[float], *, field: int = 0) -> float:
     """Mean of per-item scores: ``values`` ends with the item count."""
     count = values[-1]
     return values[field] / count if count else 0.0
+
+
+def whole_or_fraction(value: float) -> Any:
+    """A statistic as an int when it is whole, else the float it is: counts stay exact, and
+    ``multi_reference="mean"``'s reference-averaged statistics keep their fractions."""
+    if isinstance(value, int):
+        return int(value)
+    number = float(value)
+    return int(number) if number.is_integer() else number

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from operator import add
 from typing import Any, Sequence
 
+from opik_metrics.core.statistics import whole_or_fraction
+
 
 @dataclass(frozen=True, slots=True)
 class BLEUStats:
@@ -68,11 +70,3 @@ class BLEUResult:
     counts: tuple[int, ...]  # matched n-grams per order (never smoothed)
     totals: tuple[int, ...]  # hypothesis n-grams per order (never smoothed)
     effective_order: int  # n-gram orders actually used in the geometric mean
-
-
-def whole_or_fraction(value: float) -> Any:
-    """A statistic as an int when it is whole, else as the float it is."""
-    if isinstance(value, int):
-        return int(value)
-    number = float(value)
-    return int(number) if number.is_integer() else number

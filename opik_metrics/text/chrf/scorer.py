@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from opik_metrics.core import Signature, corpus_formula
+from opik_metrics.core.statistics import whole_or_fraction
 from opik_metrics.core.statistics_checks import above, first_violation, negative
 from opik_metrics.core.versions import ours as package_version, package_version as version_of
 from opik_metrics.text.chrf.formula import f_score, f_scores
@@ -280,14 +281,6 @@ def chrf_from_statistics(values: Sequence[float], *, char_order: int = 6, word_o
     if len(values) != 3 * order:
         raise ValueError(f"chrF statistics of {order} orders have {3 * order} numbers, got {len(values)}")
     return f_score([whole_or_fraction(v) for v in values], order, beta, bool(eps_smoothing))
-
-
-def whole_or_fraction(value: float) -> Any:
-    """A statistic as an int when it is whole, else the float it is (reference-averaged statistics)."""
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    number = float(value)
-    return int(number) if number.is_integer() else number
 
 
 def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

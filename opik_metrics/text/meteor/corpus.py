@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from opik_metrics.core import corpus_formula
+from opik_metrics.core.statistics import whole_or_fraction
 from opik_metrics.core.statistics_checks import first_violation, negative
 from opik_metrics.text.meteor.align import MODULES
 from opik_metrics.text.meteor.scorer import MeteorStatistics, score_statistics
@@ -37,19 +38,10 @@ def meteor_from_statistics(values: Sequence[float]) -> float:
     """The jar's final (corpus) score of summed ``flat_statistics`` rows."""
     if len(values) != len(FIELDS):
         raise ValueError(f"METEOR statistics have {len(FIELDS)} numbers, got {len(values)}")
-    ints = [_whole_or_fraction(v) for v in values]       # fractions: reference-averaged statistics
+    ints = [whole_or_fraction(v) for v in values]       # fractions: reference-averaged statistics
     n = len(MODULES)
     test_content, ref_content, test_function, ref_function = (
         tuple(ints[4 + 4 * m + side] for m in range(n)) for side in range(4))
     stats = MeteorStatistics(ints[0], ints[1], ints[2], ints[3], test_content, ref_content, test_function,
                              ref_function, ints[-3], ints[-2], ints[-1])
     return score_statistics(stats)
-
-
-def _whole_or_fraction(value: float) -> Any:
-    """A statistic as an int when it is whole, else the float it is (``multi_reference="mean"``:
-    an item's statistics are the mean of its single-reference ones)."""
-    if isinstance(value, int):
-        return value
-    number = float(value)
-    return int(number) if number.is_integer() else number
