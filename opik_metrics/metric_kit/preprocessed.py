@@ -14,34 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 from opik_metrics.core import Signature, facts_of
+from opik_metrics.text.tokenizers.sentences import english_sentence_splitter
+
+UNTRAINED_PUNKT_WARNING = (
+    "nltk's English Punkt model is not installed (python -m nltk.downloader punkt_tab): sentences "
+    "are split by untrained Punkt, which also splits after abbreviations such as 'Dr.' (the "
+    "signature says split:punkt-untrained)")
 
 #: How sentences are found: ``newline`` (the text's own lines, rouge-score's rule: nothing done)
 #: or ``nltk`` (nltk's Punkt, rouge-score's ``split_summaries=True``).
 SPLITTERS = ("newline", "nltk")
-
-
-def sentence_splitter() -> tuple[Callable[[str], list[str]], str]:
-    """nltk's ``sent_tokenize`` (rouge-score's ``split_summaries``) when its English Punkt model is
-    installed, else nltk's Punkt with no trained abbreviations (it also splits after some
-    abbreviations, e.g. "Dr."); its name goes in the signature."""
-    import nltk
-
-    for data in ("tokenizers/punkt_tab/english/", "tokenizers/punkt/english.pickle"):
-        try:
-            nltk.data.find(data)
-            return nltk.sent_tokenize, "punkt-english"
-        except LookupError:
-            continue
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    warnings.warn("nltk's English Punkt model is not installed (python -m nltk.downloader punkt_tab): sentences "
-                  "are split by untrained Punkt, which also splits after abbreviations such as 'Dr.' (the "
-                  "signature says split:punkt-untrained)", stacklevel=3)
-    return PunktSentenceTokenizer().tokenize, "punkt-untrained"
 
 
 class Preparation:
@@ -57,7 +42,7 @@ class Preparation:
         self._split: Callable[[str], list[str]] | None = None
         self.fields: dict[str, Any] = {}
         if split_sentences == "nltk":
-            self._split, self.fields["split"] = sentence_splitter()
+            self._split, self.fields["split"] = english_sentence_splitter(UNTRAINED_PUNKT_WARNING)
         if lowercase:
             self.fields["lowercase"] = True
 

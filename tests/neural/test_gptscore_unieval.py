@@ -110,8 +110,9 @@ def released_unieval(folder: str, inputs: list[str]) -> list[float]:
 
 
 def test_unieval_summarization_equals_the_released_procedure(t5):
-    from opik_metrics.neural.seq2seq.unieval import sentence_splitter
-    split, _ = sentence_splitter()
+    from opik_metrics.neural.seq2seq.unieval import UNTRAINED_PUNKT_WARNING
+    from opik_metrics.text.tokenizers.sentences import english_sentence_splitter
+    split, _ = english_sentence_splitter(UNTRAINED_PUNKT_WARNING)
     preds, refs = realistic_pairs(6, seed=2)
     sources = [f"{r} And more: {p}" for p, r in zip(preds, refs)]
     metric = UniEval(model=t5, track=False)

@@ -6,11 +6,17 @@ over them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from opik_metrics.core.signature import Signature
 from opik_metrics.neural.models.seq2seq_lm import Seq2SeqLM
 from opik_metrics.neural.seq2seq.likelihood import encode, first_step_probabilities
+from opik_metrics.text.tokenizers.sentences import english_sentence_splitter
+
+UNTRAINED_PUNKT_WARNING = (
+    "UniEval: nltk's English Punkt model is not installed (python -m nltk.downloader punkt_tab); "
+    "sentences are split by untrained Punkt, which also splits after abbreviations such as 'Dr.', "
+    "so consistency and fluency can differ from UniEval's")
 
 #: task -> dimension -> (the question's parts after the output: "source", "reference" or "context"; per sentence: mean/sum/None)
 DIMENSIONS: dict[str, dict[str, tuple[str, tuple[str, ...], str | None]]] = {
@@ -64,27 +70,6 @@ def inputs_needed(task: str, dimensions: Sequence[str]) -> set[str]:
     return {part.partition(": ")[2] for d in dimensions for part in DIMENSIONS[task][d][1]}
 
 
-def sentence_splitter() -> tuple[Callable[[str], list[str]], str]:
-    """nltk's ``sent_tokenize`` (UniEval's) when its English Punkt model is installed; else nltk's Punkt
-    with no trained abbreviations, which splits after some abbreviations that the trained one keeps.
-    The name goes in the signature."""
-    import nltk
-
-    for data in ("tokenizers/punkt_tab/english/", "tokenizers/punkt/english.pickle"):
-        try:
-            nltk.data.find(data)
-            return nltk.sent_tokenize, "punkt-english"
-        except LookupError:
-            continue
-    import warnings
-
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-    warnings.warn("UniEval: nltk's English Punkt model is not installed (python -m nltk.downloader punkt_tab); "
-                  "sentences are split by untrained Punkt, which also splits after abbreviations such as 'Dr.', "
-                  "so consistency and fluency can differ from UniEval's", stacklevel=3)
-    return PunktSentenceTokenizer().tokenize, "punkt-untrained"
-
-
 @dataclass(frozen=True)
 class ItemUniEval:
     """Each dimension's score of one item, and how many sentences each was averaged over (1: not split)."""
@@ -99,7 +84,7 @@ class UniEvalEngine:
 
     def __init__(self, lm: Seq2SeqLM, task: str, dimensions: Sequence[str], batch_size: int | None = None) -> None:
         self.lm, self.task, self.dimensions, self.batch_size = lm, task, tuple(dimensions), batch_size
-        self.split, self.splitter = sentence_splitter()
+        self.split, self.splitter = english_sentence_splitter(UNTRAINED_PUNKT_WARNING)
         tok = lm.tokenizer
         self.yes, self.no = tok("Yes")["input_ids"][0], tok("No")["input_ids"][0]   # as scorer.py picks them
 
