@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from opik_metrics.compare.statistics.bootstrap import percentile_interval, resample_indices
 from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
-                                                      MAX_RESAMPLES, bounded_count)
+                                                      MAX_RESAMPLES, bounded_count, seed_and_confidence_problem)
 
 __all__ = ["DARR_RULE", "DarrAgreement", "DarrSettings", "DarrTau", "darr_agreement", "darr_tau"]
 
@@ -48,10 +48,9 @@ class DarrSettings:
         problem = bounded_count("resamples", self.resamples, MAX_RESAMPLES)
         if problem is not None:
             raise ValueError(problem)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
-        if not isinstance(self.confidence, (int, float)) or not 0.0 < float(self.confidence) < 1.0:
-            raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
+        problem = seed_and_confidence_problem(self.seed, self.confidence)
+        if problem is not None:
+            raise ValueError(problem)
 
 
 @dataclass(frozen=True)

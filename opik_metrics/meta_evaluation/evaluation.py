@@ -16,7 +16,7 @@ from opik_metrics.compare.statistics.bootstrap import resamples_for
 from opik_metrics.compare.statistics.corrections import CORRECTIONS, correction_label
 from opik_metrics.compare.statistics.correlation import METHODS
 from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_PERMUTATIONS,
-                                                    MAX_RESAMPLES, bounded_count)
+                                                    MAX_RESAMPLES, bounded_count, seed_and_confidence_problem)
 from opik_metrics.meta_evaluation.labels import LABEL_STATISTICS, LabelAgreement, is_labels, label_agreement, majority_labels
 from opik_metrics.meta_evaluation.levels.by_level import LEVELS, LevelValue, level_values
 from opik_metrics.meta_evaluation.levels.rater_pairs import pair_level_values
@@ -59,10 +59,9 @@ class MetaSettings:
                         bounded_count("permutations", self.permutations, MAX_PERMUTATIONS)):
             if problem is not None:
                 raise ValueError(problem)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
-        if not isinstance(self.confidence, (int, float)) or not 0.0 < float(self.confidence) < 1.0:
-            raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
+        problem = seed_and_confidence_problem(self.seed, self.confidence)
+        if problem is not None:
+            raise ValueError(problem)
         if self.correction not in CORRECTIONS:
             raise ValueError(f"correction: choose from {', '.join(CORRECTIONS)}, got {self.correction!r}")
         if self.raters not in RATERS:

@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from opik_metrics.compare.statistics.bootstrap import (paired_from_resamples, percentile_interval, resample_indices,
                                                        resamples_for)
 from opik_metrics.compare.statistics.correlation import METHODS, distinct_counts, resampled_correlations_together
-from opik_metrics.compare.statistics.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES, bounded_count
+from opik_metrics.compare.statistics.defaults import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES,
+                                                      bounded_count, seed_and_confidence_problem)
 
 __all__ = ["DEFAULT_KENDALL", "DEFAULT_METHODS", "RATERS", "Agreement", "AgreementSettings", "Correlation",
            "MetricAgreement", "VersusBest", "agreement_from_scores", "too_few_resamples"]
@@ -61,10 +62,9 @@ class AgreementSettings:
         problem = bounded_count("resamples", self.resamples, MAX_RESAMPLES)
         if problem is not None:
             raise ValueError(problem)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
-        if not isinstance(self.confidence, (int, float)) or not 0.0 < float(self.confidence) < 1.0:
-            raise ValueError(f"confidence: expected a number between 0 and 1, got {self.confidence!r}")
+        problem = seed_and_confidence_problem(self.seed, self.confidence)
+        if problem is not None:
+            raise ValueError(problem)
 
 
 @dataclass(frozen=True)

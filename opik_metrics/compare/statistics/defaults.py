@@ -20,3 +20,12 @@ def bounded_count(name: str, value: object, bound: int) -> str | None:
     if value > bound:
         return f"{name}: {value:,} is more than the most allowed, {bound:,}"
     return None
+
+
+def seed_and_confidence_problem(seed: object, confidence: object) -> str | None:
+    """Why ``seed`` is no integer >= 0 or ``confidence`` no number strictly between 0 and 1 (None when both are)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return f"seed: expected an integer >= 0, got {seed!r}"
+    if not isinstance(confidence, (int, float)) or not 0.0 < float(confidence) < 1.0:
+        return f"confidence: expected a number between 0 and 1, got {confidence!r}"
+    return None
