@@ -13,9 +13,10 @@ from opik_metrics.core.numbers import is_number
 from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors, within_deadline
 from opik_metrics.experiments.store import ExperimentStore
 from opik_metrics.experiments.summary import item_keys
+from opik_metrics.compare.reading.columnar_trials import merged_items
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, check_formulas, no_gc
 from opik_metrics.metric_kit.server_range import UNSENT_KEY
-from opik_metrics.streams.output import OUTPUT_FORMATS, read_metadata, read_rows
+from opik_metrics.streams.output import OUTPUT_FORMATS, output_format, read_metadata, read_rows
 from opik_metrics.streams.ids import TRIAL_COLUMN
 from opik_metrics.scoring.rows import statistics_column
 
@@ -102,11 +103,16 @@ def from_records(path: str) -> ExperimentRecords:
     output_column = ((config["fields"].get("output") or ["output"]) + ["output"])[0]
     skip = {"index", "reason", id_field, *keep, *carriers}
     inputs = [c for name in ("reference", "source", "image") for c in config["fields"].get(name) or [name] if c in keep]
-    seen: dict[Any, Any] = {}
-    with no_gc():
-        for number, row in enumerate(read_rows(path)):
-            records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, path))
-            _check_trials(records.items[-1], number, row, keep, inputs, seen, path)
+    merged = merged_items(path, id_field, keep, output_column, skip, carriers, inputs) \
+        if output_format(path) == "parquet" else None
+    if merged is not None:               # the usual Parquet file with trials: merged in columns
+        records.items = merged
+    else:
+        seen: dict[Any, Any] = {}
+        with no_gc():
+            for number, row in enumerate(read_rows(path)):
+                records.items.append(_record_item(row, id_field, keep, output_column, skip, carriers, path))
+                _check_trials(records.items[-1], number, row, keep, inputs, seen, path)
     records.score_metrics = score_metrics
     return records
 

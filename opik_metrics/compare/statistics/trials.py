@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from opik_metrics.compare.reading.records import ExperimentRecords, ItemRecord, no_gc
 from opik_metrics.core.numbers import is_number
@@ -49,7 +49,7 @@ def _merged(rows: list[ItemRecord]) -> ItemRecord:
         if odd is not None:                # a trial without a finite value: the item's mean is not finite either
             item.non_finite[name] = odd
         elif values:
-            mean = item.scores[name] = sum(values) / len(values)
+            mean = item.scores[name] = ordered_sum(values) / len(values)
             if len(values) > 1:            # the sample SD, in plain floats (statistics.stdev's fractions: 40x slower)
                 item.trial_sd[name] = trial_sd(values, mean)
         else:
@@ -70,7 +70,7 @@ def _summed_statistics(name: str, base: ItemRecord, live: list[ItemRecord]) -> d
         return meta
     widths = [len(row) for row in found if isinstance(row, list)]
     if len(widths) == len(found) and len(set(widths)) == 1 and _plain_floats(found):
-        meta["statistics"] = [sum(column) for column in zip(*found)]     # the usual case, checked at once
+        meta["statistics"] = [ordered_sum(column) for column in zip(*found)]     # the usual case, checked at once
         return meta
     usual = max(widths, key=widths.count, default=0)         # the others' width: a shorter row is the damaged one
     damaged = next((row for row in found if not isinstance(row, list) or len(row) != usual
@@ -114,8 +114,17 @@ def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentReco
 def trial_sd(values: list[float], mean: float) -> float:
     """The sample SD of one item's trials; 0 when it is rounding alone (at most 1e-12 of the values'
     scale: three equal trials of 0.1 have a mean of 0.1 + 2.8e-17 and would show a spread of 2e-17)."""
-    sd = math.sqrt(sum([(v - mean) ** 2 for v in values]) / (len(values) - 1))
+    sd = math.sqrt(ordered_sum([(v - mean) * (v - mean) for v in values]) / (len(values) - 1))
     return 0.0 if sd <= 1e-12 * max(map(abs, values)) else sd
+
+
+def ordered_sum(values: Iterable[float]) -> float:
+    """The values added one after another from 0.0: the trial merge's one order of addition, which
+    the columnar reader repeats in numpy (``sum`` changed its rounding in Python 3.12)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def trial_counts(experiment: ExperimentRecords) -> tuple[int, int]:
