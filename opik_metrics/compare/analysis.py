@@ -469,20 +469,36 @@ def _pass_fail_scores(metrics: Sequence[ScoreSummary], experiments: Sequence[Exp
     trial (an item's mean over trials is a rate, not a pass), no clusters, and ``settings.binary_tests``.
     A score whose facts declare it binary (scale "binary") with another value is a data error."""
     out = set()
+    candidates = settings.binary_tests and settings.cluster_by is None
     for metric in metrics:
-        if metric.kind != "mean":
+        declared = metric.scale == "binary"
+        if metric.kind != "mean" or not (declared or candidates):
             continue
-        values = [(e, item) for e in experiments for item in e.items
-                  if not item.failed and metric.name in item.scores]
-        odd = next(((e, item) for e, item in values if item.trials == 1 and item.scores[metric.name] not in (0.0, 1.0)),
-                   None)
-        if metric.scale == "binary" and odd is not None:
-            raise ValueError(f"{odd[0].name}: item {odd[1].key!r} has {metric.name} = {odd[1].scores[metric.name]!r}, "
-                             f"but its metric declares {metric.name} a pass/fail score (0 or 1)")
-        if (settings.binary_tests and settings.cluster_by is None and values and odd is None
-                and all(item.trials == 1 for _, item in values)):
+        if _pass_fail(metric, experiments, declared) and candidates:
             out.add(metric.name)
     return frozenset(out)
+
+
+def _pass_fail(metric: ScoreSummary, experiments: Sequence[ExperimentRecords], declared: bool) -> bool:
+    """Whether every scored item has ``metric`` 0 or 1 over one trial (and some item has it). A
+    score ``declared`` binary is checked on every one-trial item (another value: ValueError naming
+    it); any other stops at the first item that says no."""
+    name, seen, passes = metric.name, False, True
+    for e in experiments:
+        for item in e.items:
+            if item.failed or name not in item.scores:
+                continue
+            seen = True
+            if item.trials == 1 and item.scores[name] not in (0.0, 1.0):
+                if declared:
+                    raise ValueError(f"{e.name}: item {item.key!r} has {name} = {item.scores[name]!r}, "
+                                     f"but its metric declares {name} a pass/fail score (0 or 1)")
+                return False
+            if item.trials != 1:
+                passes = False
+                if not declared:
+                    return False
+    return seen and passes
 
 
 def _metric_scores(metric: ScoreSummary, experiments: Sequence[ExperimentRecords],
