@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from opik_metrics.compare.reading.records import ItemRecord, no_gc
+from opik_metrics.compare.statistics.trials import ROUNDING_ONLY
 from opik_metrics.streams.ids import TRIAL_COLUMN
 
 
@@ -151,7 +152,7 @@ def _build(table: Any, groups: _Groups, id_field: str, keep: list[str], output_c
     means = groups.as_single_rows(groups.in_order_sums(scores) / count[:, None], scores)
     deviations = scores - means[groups.code]
     spread = np.sqrt(groups.in_order_sums(deviations * deviations) / np.maximum(count - 1, 1)[:, None])
-    spread[spread <= 1e-12 * groups.largest_magnitude(scores)] = 0.0
+    spread[spread <= ROUNDING_ONLY * groups.largest_magnitude(scores)] = 0.0
     summed = {column: groups.as_single_rows(groups.in_order_sums(rows), rows).tolist()
               for column, rows in statistics.items()}
     firsts = table.take(groups.first)

@@ -111,11 +111,15 @@ def assign_clusters(experiment: ExperimentRecords, field: str) -> ExperimentReco
     return replace(experiment, items=items)
 
 
+#: A trial SD at most this share of the values' largest magnitude is rounding alone, shown as 0.
+ROUNDING_ONLY = 1e-12
+
+
 def trial_sd(values: list[float], mean: float) -> float:
     """The sample SD of one item's trials; 0 when it is rounding alone (at most 1e-12 of the values'
     scale: three equal trials of 0.1 have a mean of 0.1 + 2.8e-17 and would show a spread of 2e-17)."""
     sd = math.sqrt(ordered_sum([(v - mean) * (v - mean) for v in values]) / (len(values) - 1))
-    return 0.0 if sd <= 1e-12 * max(map(abs, values)) else sd
+    return 0.0 if sd <= ROUNDING_ONLY * max(map(abs, values)) else sd
 
 
 def ordered_sum(values: Iterable[float]) -> float:
