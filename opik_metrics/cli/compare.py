@@ -5,12 +5,12 @@ and a JSON file, prints a summary.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from typing import Any
 
 from opik_metrics.cli.options import add_store_argument, check_work_bounds
+from opik_metrics.metric_kit.collector import promote_to_oldest
 from opik_metrics.compare.report.summary import format_comparison
 
 
@@ -118,7 +118,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                all_scores=args.all_scores)
     settings.check()
     experiments, source = load_for_compare(args)
-    gc.freeze()           # the records live to the end: no collection walks them again (2-3 s at 100,000 items)
+    promote_to_oldest()   # the records live to the end: young collections need not walk them (2-3 s at 100,000 items)
     reason = unpaired(experiments)
     if reason is not None:          # else every row of the table would say "nothing to compare", never why
         raise ValueError(reason)

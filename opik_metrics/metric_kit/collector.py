@@ -42,8 +42,19 @@ def collector_paused(n_items: int = 0) -> Iterator[None]:
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0 and not other_threads_than_ours():
-            gc.freeze()
-            gc.unfreeze()
+        if promote:
+            promote_to_oldest()
         if was_enabled:
             gc.enable()
+
+
+def promote_to_oldest() -> None:
+    """Move every object alive now to the oldest generation (``gc.freeze(); gc.unfreeze()``: nothing
+    stays frozen), so young collections no longer scan a large set of long-lived objects (records
+    read for a comparison); only where that is safe: nothing frozen by the process, no other Python
+    thread, a generational CPython."""
+    from opik_metrics.execution.context import other_threads_than_ours   # only here: it imports multiprocessing
+
+    if _GENERATIONAL and gc.get_freeze_count() == 0 and not other_threads_than_ours():
+        gc.freeze()
+        gc.unfreeze()

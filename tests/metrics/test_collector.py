@@ -150,3 +150,27 @@ def test_bad_input_still_gets_its_error(collector_on):
     with pytest.raises(Exception, match="outputs"):
         ROUGE(track=False).score_batch(42, ["a"])
     assert gc.isenabled()
+
+
+def test_compare_promotes_the_records_it_read_and_leaves_nothing_frozen(collector_on, tmp_path):
+    """``compare`` run in a process that goes on (a test, a notebook calling ``main``): the records
+    go to the oldest generation, and the process's collector is as it was (nothing frozen)."""
+    from opik_metrics.cli.main import main
+
+    class Node:
+        pass
+
+    kept = Node()
+    kept.me = kept
+    gc.collect(0)
+    assert _generation_of(kept) in (1, 2)
+    paths = []
+    for name in ("a", "b"):
+        source = tmp_path / f"{name}.jsonl"
+        source.write_text("".join(f'{{"id": "q{k}", "output": "a cat sat {k}", "reference": "a cat sat on {k}"}}\n'
+                                  for k in range(6)), encoding="utf-8")
+        paths.append(str(tmp_path / f"{name}.scores.jsonl"))
+        assert main(["score", "-i", str(source), "-o", paths[-1], "-m", "rouge", "--no-progress"]) == 0
+    assert main(["compare", *paths, "--resamples", "20", "--format", "json"]) == 0
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert _generation_of(kept) == 2
