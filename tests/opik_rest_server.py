@@ -641,16 +641,12 @@ class OpikRestServer:
         if self.ignore_cursor:
             last = None
             filters = [f for f in filters if not (f.get("field") == "id" and f.get("operator") == "<")]
-        start = 0
-        if last is not None:                 # the first row whose id is below the cursor
-            lo, hi = 0, len(newest_first)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if newest_first[mid]["id"] < str(last):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            start = lo
+        # The first row below the cursor and below every ``id <`` filter (those compare lowercased
+        # ids, and an id is never above its lowercase, so every row skipped fails them); the filters
+        # are still applied to each row served.
+        bounds = [str(last)] if last is not None else []
+        bounds += [str(f.get("value") or "").lower() for f in filters if f.get("field") == "id" and f.get("operator") == "<"]
+        start = max((_first_below(newest_first, bound) for bound in bounds), default=0)
         page: list[dict] = []
         for row in newest_first[start:]:
             if len(page) == limit:
@@ -686,6 +682,18 @@ class OpikRestServer:
         joined = {**item, "input": trace.get("input"), "output": trace.get("output"),
                   "feedback_scores": self._scores_of("trace", item["trace_id"])}
         return {k: v for k, v in joined.items() if v is not None}
+
+
+def _first_below(newest_first: list[dict], bound: str) -> int:
+    """The index of the first row (ids descending) whose id is below ``bound``."""
+    lo, hi = 0, len(newest_first)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if newest_first[mid]["id"] < bound:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _excluding(row: dict, exclude: Any) -> dict:

@@ -2,9 +2,9 @@
 write each score back as a feedback score, with the metric's reason and its mark (``marks``).
 
 Pages are read newest first through the SDK's search (``reading``); each metric scores a page's
-entities through the one scorer (``score_batch`` where it has one); the scores go out through
-``log_traces_feedback_scores`` / ``log_spans_feedback_scores`` in requests of whole entities and at
-most 1,000 scores (the server validates a batch whole), only values the server stores. An entity
+entities through the one scorer (``score_batch`` where it has one); the scores go out from a writer
+thread (``writing``) while the next page is scored, in requests of whole entities and at most 1,000
+scores (the server validates a batch whole), only values the server stores. An entity
 that already holds a metric's scores under the same signature is skipped unless ``replace``: a
 rerun after Ctrl-C or kill -9 scores only what is missing, and sends again any score the server
 holds with another value than its mark says was sent. One run at a time per project and metric
@@ -19,7 +19,7 @@ import math
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from tqdm.auto import tqdm
 
@@ -35,8 +35,8 @@ from opik_metrics.traces.lease import scoring_lease
 from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
+from opik_metrics.traces.writing import ScoreWriter, requests_of, sender
 
-MAX_SCORES_A_REQUEST = 1000       # FeedbackScoreBatch: @Size(max = 1000), validated whole
 READBACK_SECONDS = 3.0            # how long the read-back waits for writes a server shows late
 READBACK_BLOCK = 10_000           # entities written before their scores are read back
 _SHOWN = 5
@@ -281,33 +281,6 @@ class _Run:
         return values, counts
 
 
-def requests_of(groups: Iterable[list[dict[str, Any]]], limit: int = MAX_SCORES_A_REQUEST) -> list[list[dict[str, Any]]]:
-    """The scores in requests of at most ``limit``, an entity's scores never split between two
-    (the server validates a request whole, so an entity's scores arrive together or not at all)."""
-    requests: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
-    for group in groups:
-        if len(group) > limit:
-            raise ValueError(f"{len(group)} scores for entity {group[0]['id']}: more than one request holds ({limit})")
-        if len(current) + len(group) > limit:
-            requests.append(current)
-            current = []
-        current.extend(group)
-    if current:
-        requests.append(current)
-    return requests
-
-
-def _send(client: Any, entity: str, groups: list[list[dict[str, Any]]], project_name: str) -> int:
-    log = {"traces": client.log_traces_feedback_scores, "spans": client.log_spans_feedback_scores,
-           "threads": client.log_threads_feedback_scores}[entity]
-    n = 0
-    for request in requests_of(groups):
-        log(scores=request, project_name=project_name)
-        n += len(request)
-    return n
-
-
 def _read_back(client: Any, selection: Selection, pending: dict[str, dict[str, float]], top: str | None,
                page_size: int) -> dict[str, dict[str, Any]]:
     """The feedback scores the server holds for the pending entities: the pages from ``top`` down to
@@ -325,11 +298,13 @@ def _read_back(client: Any, selection: Selection, pending: dict[str, dict[str, f
     return held
 
 
-def _check(client: Any, run: _Run, top: str | None, page_size: int) -> None:
-    """Flush, read back the pending block until it is all there or READBACK_SECONDS pass; note what is missing."""
+def _check(client: Any, writer: ScoreWriter, run: _Run, top: str | None, page_size: int) -> None:
+    """Wait for the writes, read back the pending block until it is all there or READBACK_SECONDS
+    pass; note what is missing."""
     if not run.pending:
         return
-    client.flush()
+    writer.wait()
+    client.flush()                  # threads' scores go through the SDK's streamer
     report = run.report
     deadline = time.monotonic() + READBACK_SECONDS
     while True:
@@ -383,20 +358,20 @@ def _write(client: Any, url: str | None, metrics: list[Any], trace_fields: Trace
     bar = tqdm(desc=one_line(f"scoring {entity} of {project_name}"), unit=entity[:-1], disable=not progress)
     top: str | None = None          # the cursor above the block being written (None: the newest)
     below: str | None = None
-    with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
+    with server_errors(url, f"scoring the {entity} of project {project_name!r}"), \
+            ScoreWriter(sender(client, entity, project_name)) as writer:
         try:
             for page in pages(client, selection, page_size):
-                groups = run.page(page)
-                report.sent_scores += _send(client, entity, groups, project_name)
+                report.sent_scores += writer.put(run.page(page))
                 bar.update(len(page))
                 below = page[-1].id
                 if len(run.pending) >= READBACK_BLOCK:
-                    _check(client, run, top, page_size)
+                    _check(client, writer, run, top, page_size)
                     top = below
         except OpikServerError:         # a read stopped (a server that does not page): what was sent goes out
             client.flush(timeout=int(READBACK_SECONDS) + 10)
             raise
-        _check(client, run, top, page_size)
+        _check(client, writer, run, top, page_size)
     bar.close()
     return run
 

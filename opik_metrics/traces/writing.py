@@ -1,0 +1,147 @@
+"""Feedback scores sent from a thread of their own while the next page is scored, in requests of
+whole entities and at most 1,000 scores (the server validates a request whole), in the order they
+were made, through a bounded queue (memory holds a few requests, not the project).
+
+Traces' and spans' scores go to the REST client's batch endpoints (``score_batch_of_traces`` /
+``score_batch_of_spans``, wrapped in the SDK's own retry rules) with the JSON the SDK's streamer
+sends, given as plain dicts: through ``log_traces_feedback_scores`` each score cost the scorer's
+interpreter about 0.5 ms (payload sizing, the replay database, the REST models' encoder reading
+their type hints per score), most of a run. Threads' scores keep the SDK's own path. As in the SDK's
+streamer, a 409 is a request the server already took; any other refusal is logged and left to the
+read-back, which names its scores; a lost server (after the retries) stops the run with its error.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from types import TracebackType
+from typing import Any, Callable, Iterable
+
+MAX_SCORES_A_REQUEST = 1000       # FeedbackScoreBatch: @Size(max = 1000), validated whole
+QUEUE_DEPTH = 8                   # requests waiting to be sent: two pages of 1,000 traces x 4 scores
+DRAIN_SECONDS = 15.0              # how long leaving on an error waits for what is queued to go out
+
+LOGGER = logging.getLogger(__name__)
+Request = list[dict[str, Any]]
+
+
+def requests_of(groups: Iterable[Request], limit: int = MAX_SCORES_A_REQUEST) -> list[Request]:
+    """The scores in requests of at most ``limit``, an entity's scores never split between two
+    (the server validates a request whole, so an entity's scores arrive together or not at all)."""
+    requests: list[Request] = []
+    current: Request = []
+    for group in groups:
+        if len(group) > limit:
+            raise ValueError(f"{len(group)} scores for entity {group[0]['id']}: more than one request holds ({limit})")
+        if len(current) + len(group) > limit:
+            requests.append(current)
+            current = []
+        current.extend(group)
+    if current:
+        requests.append(current)
+    return requests
+
+
+def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], None]:
+    """How one request of ``entity``'s scores (dicts as ``log_traces_feedback_scores`` takes them)
+    goes to the server."""
+    if entity == "threads":
+        return lambda request: client.log_threads_feedback_scores(scores=request, project_name=project_name)
+    from opik.api_objects.constants import FEEDBACK_SCORE_SOURCE_SDK
+    from opik.rest_api.core.api_error import ApiError
+
+    endpoint = (client.rest_client.traces.score_batch_of_traces if entity == "traces"
+                else client.rest_client.spans.score_batch_of_spans)
+
+    def send(request: Request) -> None:
+        body = [{"id": score["id"], "name": score["name"], "value": score["value"], "reason": score.get("reason"),
+                 "source": FEEDBACK_SCORE_SOURCE_SDK, "project_name": score.get("project_name") or project_name,
+                 "category_name": score.get("category_name")} for score in request]   # parse_feedback_score_messages's fields
+        try:        # the body as extra parameters: plain JSON, not the typed models' slow encoder
+            endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
+        except ApiError as exc:
+            if exc.status_code == 409:      # a retry of a request the server took (the SDK's streamer: the same)
+                return
+            LOGGER.error("the Opik server refused a request of %d %s feedback scores (HTTP %s: %s); the read-back "
+                         "names them", len(request), entity[:-1], exc.status_code, exc.body)
+    return send
+
+
+class ScoreWriter:
+    """A thread that sends requests in order: ``put`` hands it a page's scores, ``wait`` returns
+    once all are sent. Its first failure stops the sending and is raised in the scoring thread by
+    the next ``put`` or ``wait``, or on leaving the ``with`` block, which sends what is queued first
+    (on an error, for at most DRAIN_SECONDS; on Ctrl-C, not at all: a rerun sends what is missing)."""
+
+    def __init__(self, send: Callable[[Request], None], depth: int = QUEUE_DEPTH) -> None:
+        self._send = send
+        self._queue: queue.Queue[Request | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._dropping = False
+        self._thread = threading.Thread(target=self._run, name="opik-metrics-score-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, groups: Iterable[Request]) -> int:
+        """Queue the scores of a page (a list per entity) in requests; the number of scores queued."""
+        n = 0
+        for request in requests_of(groups):
+            self._raise()
+            self._queue.put(request)
+            n += len(request)
+        return n
+
+    def wait(self) -> None:
+        """Return once every queued request is sent (raise the writer's failure, if any)."""
+        self._queue.join()
+        self._raise()
+
+    def __enter__(self) -> "ScoreWriter":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if kind is None:
+            self._queue.put(None)
+            self._thread.join()
+            self._raise()
+            return
+        if issubclass(kind, Exception):         # the scores made before the error go out, for a while
+            deadline = time.monotonic() + DRAIN_SECONDS
+            try:
+                self._queue.put(None, timeout=DRAIN_SECONDS)
+                self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Full:
+                pass
+            if not self._thread.is_alive():
+                return
+        self._stop_now()
+
+    def _stop_now(self) -> None:
+        """Drop what is queued; the thread ends after the request it is sending (not waited for)."""
+        self._dropping = True
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._queue.task_done()
+        self._queue.put_nowait(None)            # room now: only the scoring thread puts
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while True:
+            request = self._queue.get()
+            try:
+                if request is None:
+                    return
+                if self._error is None and not self._dropping:    # after a failure the run stops: the rest is dropped
+                    self._send(request)
+            except BaseException as exc:    # handed to the scoring thread
+                self._error = exc
+            finally:
+                self._queue.task_done()

@@ -1,0 +1,149 @@
+"""The writer thread (traces/writing.py): the body it sends is the SDK's own, requests go out in
+the order the pages were scored, a 409 counts as taken and a refusal is left to the read-back, a
+lost server stops the run with one line (exit 2 from the command line), and no writer thread
+outlives a run, whatever way it ends."""
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from opik_metrics import BLEU
+from opik_metrics.cli.main import main
+from opik_metrics.experiments.opik_server import OpikServerError
+from opik_metrics.traces import score_traces
+from opik_metrics.traces.writing import ScoreWriter, sender
+from tests.traces.conftest import PROJECT, log_project
+
+
+def _writers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "opik-metrics-score-writer"]
+
+
+def _put_bodies(server, entity: str = "traces") -> list[list[dict]]:
+    return [body["scores"] for m, p, body in server.requests if m == "PUT" and p.endswith(f"/{entity}/feedback-scores")]
+
+
+@pytest.mark.parametrize("entity", ["traces", "spans"])
+def test_the_body_sent_is_the_one_the_sdk_sends(server, client, entity):
+    trace = client.trace(name="t", project_name=PROJECT)
+    span = trace.span(name="s")
+    client.flush()
+    target = trace.id if entity == "traces" else span.id
+    scores = [{"id": target, "name": "bleu", "value": 0.25, "reason": "why"},
+              {"id": target, "name": "rouge", "value": 1.0, "reason": None}]
+    log = client.log_traces_feedback_scores if entity == "traces" else client.log_spans_feedback_scores
+    log(scores=scores, project_name=PROJECT)
+    client.flush()
+    sender(client, entity, PROJECT)(scores)
+    sdk, ours = _put_bodies(server, entity)
+    assert ours == sdk and server.invalid == [] and server.unexpected == []
+    assert all(s["source"] == "sdk" and s["project_name"] == PROJECT for s in ours)
+
+
+def test_requests_follow_the_pages_and_the_values_are_the_metrics(server, client):
+    logged = log_project(client)
+    report = score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
+    assert report.complete and report.sent_scores == 17 and server.invalid == []
+    ids = [s["id"] for body in _put_bodies(server) for s in body]
+    assert len(ids) == 17 and ids == sorted(ids, reverse=True)          # newest first, page after page
+    bleu = BLEU(track=False)
+    for (_, trace_id), names in server.feedback_scores.items():
+        t = logged[trace_id]
+        expected = bleu.score(t["output"]["output"], t["metadata"]["reference"])[0].value
+        assert names["bleu"]["value"] == pytest.approx(expected, abs=1e-9)
+    assert _writers() == []
+
+
+def test_a_409_is_taken_and_a_refusal_is_left_to_the_read_back(server, client, caplog):
+    trace = client.trace(name="t", project_name=PROJECT)
+    client.flush()
+    send = sender(client, "traces", PROJECT)
+    server.fail_next("PUT", r"/traces/feedback-scores$", 409)
+    send([{"id": trace.id, "name": "bleu", "value": 0.5}])               # no error, nothing logged
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    server.fail_next("PUT", r"/traces/feedback-scores$", 422)
+    send([{"id": trace.id, "name": "bleu", "value": 0.5}])
+    assert any("refused a request of 1 trace feedback scores (HTTP 422" in r.getMessage() for r in caplog.records)
+
+
+def test_a_writer_that_loses_the_server_stops_the_run_with_one_line(server, client, monkeypatch, capsys):
+    log_project(client)
+    calls = []
+    endpoint = client.rest_client.traces.score_batch_of_traces
+
+    def gone(**kwargs):             # what the SDK's retry raises once its tries are spent
+        calls.append(kwargs)
+        if len(calls) >= 2:
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        return endpoint(**kwargs)
+
+    monkeypatch.setattr(client.rest_client.traces, "score_batch_of_traces", gone)
+    with pytest.raises(OpikServerError, match=r"stopped answering while scoring the traces of project 'captions': "
+                                              r"ConnectError: \[Errno 111\] Connection refused"):
+        score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
+    assert len(calls) == 2 and len(_put_bodies(server)) == 1          # the first page's scores, then it stopped
+    assert _writers() == []
+
+    import opik
+    monkeypatch.setattr(opik, "Opik", lambda **kwargs: client)        # the command line's client: this one
+    code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--page-size", "4", "--replace",
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "ConnectError" in err and len(err.strip().splitlines()) == 1
+    assert _writers() == []
+
+
+def _request(k: int, n: int = 1) -> list[list[dict]]:
+    return [[{"id": f"{k}-{j}", "k": k}] for j in range(n)]
+
+
+def test_the_writer_sends_in_order_and_raises_its_failure_in_the_scoring_thread():
+    sent: list[int] = []
+
+    def send(request):
+        time.sleep(0.005)
+        if request[0]["k"] == 5:
+            raise RuntimeError("refused for good")
+        sent.append(request[0]["k"])
+
+    with ScoreWriter(send, depth=2) as writer:
+        assert sum(writer.put(_request(k)) for k in range(4)) == 4
+        writer.wait()
+        assert sent == [0, 1, 2, 3]
+    sent.clear()
+    with pytest.raises(RuntimeError, match="refused for good"):
+        with ScoreWriter(send, depth=1) as writer:
+            for k in range(4, 60):
+                writer.put(_request(k))
+    assert sent == [4] and _writers() == []               # nothing after the failure went out
+
+
+def test_an_error_in_the_scoring_thread_sends_what_was_queued_and_ctrl_c_does_not_wait():
+    sent: list[int] = []
+    with pytest.raises(KeyError):
+        with ScoreWriter(lambda r: sent.append(r[0]["k"])) as writer:
+            writer.put(_request(7) + _request(8))
+            raise KeyError("stop")
+    assert sent == [7] and _writers() == []               # one request: both entities fit in it
+    release = threading.Event()
+    slow_sent: list[int] = []
+
+    def slow(request):
+        release.wait(10)
+        slow_sent.append(request[0]["k"])
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with ScoreWriter(slow, depth=4) as writer:
+            for k in range(4):
+                writer.put([[{"id": str(k), "k": k}] * 1000])
+            raise KeyboardInterrupt
+    assert time.monotonic() - start < 2                    # not waited for the request in flight
+    release.set()
+    deadline = time.monotonic() + 5
+    while _writers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _writers() == [] and len(slow_sent) <= 1        # the one in flight at most; the queued ones dropped
