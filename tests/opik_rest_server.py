@@ -642,8 +642,8 @@ class OpikRestServer:
             last = None
             filters = [f for f in filters if not (f.get("field") == "id" and f.get("operator") == "<")]
         # The first row below the cursor and below every ``id <`` filter (those compare lowercased
-        # ids, and an id is never above its lowercase, so every row skipped fails them); the filters
-        # are still applied to each row served.
+        # ids, and an ASCII id, as every UUID, is never above its lowercase, so every row skipped
+        # fails them); the filters are still applied to each row served.
         bounds = [str(last)] if last is not None else []
         bounds += [str(f.get("value") or "").lower() for f in filters if f.get("field") == "id" and f.get("operator") == "<"]
         start = max((_first_below(newest_first, bound) for bound in bounds), default=0)

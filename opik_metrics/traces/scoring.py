@@ -358,20 +358,20 @@ def _write(client: Any, url: str | None, metrics: list[Any], trace_fields: Trace
     bar = tqdm(desc=one_line(f"scoring {entity} of {project_name}"), unit=entity[:-1], disable=not progress)
     top: str | None = None          # the cursor above the block being written (None: the newest)
     below: str | None = None
-    with server_errors(url, f"scoring the {entity} of project {project_name!r}"), \
-            ScoreWriter(sender(client, entity, project_name)) as writer:
+    with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
         try:
-            for page in pages(client, selection, page_size):
-                report.sent_scores += writer.put(run.page(page))
-                bar.update(len(page))
-                below = page[-1].id
-                if len(run.pending) >= READBACK_BLOCK:
-                    _check(client, writer, run, top, page_size)
-                    top = below
-        except OpikServerError:         # a read stopped (a server that does not page): what was sent goes out
+            with ScoreWriter(sender(client, entity, project_name)) as writer:
+                for page in pages(client, selection, page_size):
+                    report.sent_scores += writer.put(run.page(page))
+                    bar.update(len(page))
+                    below = page[-1].id
+                    if len(run.pending) >= READBACK_BLOCK:
+                        _check(client, writer, run, top, page_size)
+                        top = below
+                _check(client, writer, run, top, page_size)
+        except OpikServerError:     # a read stopped (a server that does not page): the writer's queue went out; the SDK's too
             client.flush(timeout=int(READBACK_SECONDS) + 10)
             raise
-        _check(client, writer, run, top, page_size)
     bar.close()
     return run
 

@@ -3,12 +3,13 @@ whole entities and at most 1,000 scores (the server validates a request whole), 
 were made, through a bounded queue (memory holds a few requests, not the project).
 
 Traces' and spans' scores go to the REST client's batch endpoints (``score_batch_of_traces`` /
-``score_batch_of_spans``, wrapped in the SDK's own retry rules) with the JSON the SDK's streamer
-sends, given as plain dicts: through ``log_traces_feedback_scores`` each score cost the scorer's
-interpreter about 0.5 ms (payload sizing, the replay database, the REST models' encoder reading
-their type hints per score), most of a run. Threads' scores keep the SDK's own path. As in the SDK's
-streamer, a 409 is a request the server already took; any other refusal is logged and left to the
-read-back, which names its scores; a lost server (after the retries) stops the run with its error.
+``score_batch_of_spans``, wrapped in the SDK's own retry rules; Opik Cloud's rate limit is waited
+out as its streamer does) with the JSON the SDK sends, given as plain dicts: through
+``log_traces_feedback_scores`` each score cost the scorer's interpreter about 0.5 ms (payload
+sizing, the replay database, the REST models' encoder reading their type hints per score), most of
+a run. Threads' scores keep the SDK's own path. As in the SDK's streamer, a 409 is a request the
+server already took; a refused key (401, 403) or a lost server (after the retries) stops the run
+with its error; any other refusal is logged and left to the read-back, which names its scores.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
     if entity == "threads":
         return lambda request: client.log_threads_feedback_scores(scores=request, project_name=project_name)
     from opik.api_objects.constants import FEEDBACK_SCORE_SOURCE_SDK
+    from opik.rate_limit.rate_limit import parse_rate_limit
     from opik.rest_api.core.api_error import ApiError
 
     endpoint = (client.rest_client.traces.score_batch_of_traces if entity == "traces"
@@ -59,13 +61,24 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
         body = [{"id": score["id"], "name": score["name"], "value": score["value"], "reason": score.get("reason"),
                  "source": FEEDBACK_SCORE_SOURCE_SDK, "project_name": score.get("project_name") or project_name,
                  "category_name": score.get("category_name")} for score in request]   # parse_feedback_score_messages's fields
-        try:        # the body as extra parameters: plain JSON, not the typed models' slow encoder
-            endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
-        except ApiError as exc:
-            if exc.status_code == 409:      # a retry of a request the server took (the SDK's streamer: the same)
+        while True:
+            try:    # the body as extra parameters: plain JSON, not the typed models' slow encoder
+                endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
                 return
-            LOGGER.error("the Opik server refused a request of %d %s feedback scores (HTTP %s: %s); the read-back "
-                         "names them", len(request), entity[:-1], exc.status_code, exc.body)
+            except ApiError as exc:
+                limit = parse_rate_limit(exc.headers) if exc.status_code == 429 and exc.headers else None
+                if limit is not None:       # Opik Cloud's limit: sent again after its reset, as the SDK's streamer does
+                    LOGGER.info("rate limited by the Opik server: %d %s feedback scores sent again in %s s",
+                                len(request), entity[:-1], limit.retry_after())
+                    time.sleep(limit.retry_after())
+                    continue
+                if exc.status_code == 409:  # a retry of a request the server took (the SDK's streamer: the same)
+                    return
+                if exc.status_code in (401, 403):   # no request will land: the run stops, in one line
+                    raise
+                LOGGER.error("the Opik server refused a request of %d %s feedback scores (HTTP %s: %s); the "
+                             "read-back names them", len(request), entity[:-1], exc.status_code, exc.body)
+                return
     return send
 
 

@@ -147,3 +147,76 @@ def test_an_error_in_the_scoring_thread_sends_what_was_queued_and_ctrl_c_does_no
     while _writers() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _writers() == [] and len(slow_sent) <= 1        # the one in flight at most; the queued ones dropped
+
+
+@pytest.fixture
+def cloud_rate_limit(monkeypatch):
+    """429s as Opik Cloud sends them: ``RateLimit-Reset`` (seconds), and ``Retry-After: 0`` so that
+    the SDK's own three tries come at once."""
+    import http.server
+
+    plain = http.server.BaseHTTPRequestHandler.send_response
+
+    def with_reset(self, code, message=None):
+        plain(self, code, message)
+        if code == 429:
+            self.send_header("RateLimit-Reset", "1")
+            self.send_header("Retry-After", "0")
+
+    monkeypatch.setattr(http.server.BaseHTTPRequestHandler, "send_response", with_reset)
+
+
+def test_a_rate_limited_request_is_sent_again_after_the_reset(server, client, cloud_rate_limit, caplog):
+    trace = client.trace(name="t", project_name=PROJECT)
+    client.flush()
+    server.fail_next("PUT", r"/traces/feedback-scores$", 429, times=3)        # the SDK's three tries spent
+    start = time.monotonic()
+    sender(client, "traces", PROJECT)([{"id": trace.id, "name": "bleu", "value": 0.5, "reason": "r"}])
+    assert server.trace_scores(trace.id) == {"bleu": 0.5} and time.monotonic() - start >= 1
+    assert len(_put_bodies(server)) == 4 and not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_a_refused_key_stops_the_run(server, client):
+    log_project(client)
+    server.fail_next("PUT", r"/traces/feedback-scores$", 401)
+    with pytest.raises(OpikServerError, match="401.*API key"):
+        score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
+    assert _writers() == []
+
+
+def test_each_score_keeps_its_own_project():
+    bodies = []
+
+    class Endpoint:
+        def score_batch_of_traces(self, scores, request_options):
+            bodies.append(request_options["additional_body_parameters"]["scores"])
+
+    class Client:
+        class rest_client:
+            traces = Endpoint()
+
+    sender(Client(), "traces", "default-project")([{"id": "a", "name": "s", "value": 1.0, "project_name": "other"},
+                                                   {"id": "b", "name": "s", "value": 0.0}])
+    assert [s["project_name"] for s in bodies[0]] == ["other", "default-project"]
+    assert [sorted(s) for s in bodies[0]] == [sorted(["id", "name", "value", "reason", "source", "project_name",
+                                                      "category_name"])] * 2
+
+
+def test_scoring_stops_at_the_next_page_once_the_writer_failed():
+    failed = threading.Event()
+
+    def send(request):
+        failed.set()
+        raise RuntimeError("the server is gone")
+
+    puts = 0
+    with pytest.raises(RuntimeError, match="gone"):
+        with ScoreWriter(send) as writer:
+            writer.put(_request(0))
+            failed.wait(5)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:       # each put a page scored after the failure
+                puts += 1
+                writer.put(_request(puts))
+                time.sleep(0.01)
+    assert 1 <= puts < 50 and _writers() == []
