@@ -66,7 +66,7 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
                 endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
                 return
             except ApiError as exc:
-                limit = parse_rate_limit(exc.headers) if exc.status_code == 429 and exc.headers else None
+                limit = _rate_limit(parse_rate_limit, exc) if exc.status_code == 429 else None
                 if limit is not None:       # Opik Cloud's limit: sent again after its reset, as the SDK's streamer does
                     LOGGER.info("rate limited by the Opik server: %d %s feedback scores sent again in %s s",
                                 len(request), entity[:-1], limit.retry_after())
@@ -80,6 +80,15 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
                              "read-back names them", len(request), entity[:-1], exc.status_code, exc.body)
                 return
     return send
+
+
+def _rate_limit(parse: Callable[[Any], Any], exc: Any) -> Any:
+    """Opik Cloud's limit on a 429 (the SDK's reading of ``RateLimit-Reset``), or None when the
+    answer carries none or one that is not a whole number of seconds."""
+    try:
+        return parse(exc.headers) if exc.headers else None
+    except (TypeError, ValueError):
+        return None
 
 
 class ScoreWriter:

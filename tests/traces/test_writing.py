@@ -220,3 +220,18 @@ def test_scoring_stops_at_the_next_page_once_the_writer_failed():
                 writer.put(_request(puts))
                 time.sleep(0.01)
     assert 1 <= puts < 50 and _writers() == []
+
+
+def test_a_429_without_a_readable_reset_is_left_to_the_read_back(caplog):
+    from opik.rest_api.core.api_error import ApiError
+
+    class Endpoint:
+        def score_batch_of_traces(self, scores, request_options):
+            raise ApiError(status_code=429, headers={"RateLimit-Reset": "soon"}, body="slow down")
+
+    class Client:
+        class rest_client:
+            traces = Endpoint()
+
+    sender(Client(), "traces", "p")([{"id": "a", "name": "s", "value": 1.0}])
+    assert any("HTTP 429" in r.getMessage() for r in caplog.records)
