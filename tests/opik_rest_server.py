@@ -24,6 +24,7 @@ newest first below ``last_retrieved_id``, as the backend's stream does (rules.ch
 """
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import re
@@ -686,14 +687,7 @@ class OpikRestServer:
 
 def _first_below(newest_first: list[dict], bound: str) -> int:
     """The index of the first row (ids descending) whose id is below ``bound``."""
-    lo, hi = 0, len(newest_first)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if newest_first[mid]["id"] < bound:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return bisect.bisect_left(newest_first, True, key=lambda row: row["id"] < bound)
 
 
 def _excluding(row: dict, exclude: Any) -> dict:

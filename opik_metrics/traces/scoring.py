@@ -35,7 +35,7 @@ from opik_metrics.traces.lease import scoring_lease
 from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
-from opik_metrics.traces.writing import ScoreWriter, requests_of, sender
+from opik_metrics.traces.writing import ScoreWriter, sender
 
 READBACK_SECONDS = 3.0            # how long the read-back waits for writes a server shows late
 READBACK_BLOCK = 10_000           # entities written before their scores are read back
@@ -413,4 +413,4 @@ def score_traces(project_name: str, metrics: Sequence[Any], *, filter_string: st
     return report
 
 
-__all__ = ["TraceScoreReport", "requests_of", "score_traces"]
+__all__ = ["TraceScoreReport", "score_traces"]

@@ -51,7 +51,6 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
     if entity == "threads":
         return lambda request: client.log_threads_feedback_scores(scores=request, project_name=project_name)
     from opik.api_objects.constants import FEEDBACK_SCORE_SOURCE_SDK
-    from opik.rate_limit.rate_limit import parse_rate_limit
     from opik.rest_api.core.api_error import ApiError
 
     endpoint = (client.rest_client.traces.score_batch_of_traces if entity == "traces"
@@ -66,7 +65,7 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
                 endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
                 return
             except ApiError as exc:
-                limit = _rate_limit(parse_rate_limit, exc) if exc.status_code == 429 else None
+                limit = _rate_limit(exc) if exc.status_code == 429 else None
                 if limit is not None:       # Opik Cloud's limit: sent again after its reset, as the SDK's streamer does
                     LOGGER.info("rate limited by the Opik server: %d %s feedback scores sent again in %s s",
                                 len(request), entity[:-1], limit.retry_after())
@@ -82,11 +81,13 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
     return send
 
 
-def _rate_limit(parse: Callable[[Any], Any], exc: Any) -> Any:
+def _rate_limit(exc: Any) -> Any:
     """Opik Cloud's limit on a 429 (the SDK's reading of ``RateLimit-Reset``), or None when the
     answer carries none or one that is not a whole number of seconds."""
+    from opik.rate_limit.rate_limit import parse_rate_limit
+
     try:
-        return parse(exc.headers) if exc.headers else None
+        return parse_rate_limit(exc.headers) if exc.headers else None
     except (TypeError, ValueError):
         return None
 

@@ -11,7 +11,7 @@ import pytest
 from opik_metrics import BLEU, ROUGE
 from opik_metrics.traces import score_traces
 from opik_metrics.traces.marks import unmarked
-from opik_metrics.traces.scoring import requests_of
+from opik_metrics.traces.writing import requests_of
 from tests.traces.conftest import PROJECT, log_project
 
 SCORES = re.compile(r"/traces/feedback-scores$")
