@@ -237,6 +237,49 @@ def test_mean_resampled_equals_direct_indexing(monkeypatch):
     assert np.array_equal(statistic.resampled(idx), expected)
 
 
+def _shared(idx):
+    """``idx`` as a comparison keeps its draw: a read-only array that owns its data."""
+    idx = idx.copy()
+    idx.flags.writeable = False
+    return idx
+
+
+def test_mean_resampled_over_a_shared_draw_is_the_gathered_mean_within_rounding(monkeypatch):
+    values = np.random.default_rng(8).normal(size=53) * 10
+    idx = resample_indices(53, 400, 6)
+    expected = values[idx].mean(axis=1)
+    shared = _shared(idx)
+    statistic = MeanStatistic(values.tolist())
+    np.testing.assert_allclose(statistic.resampled(shared), expected, rtol=0, atol=1e-13)
+    monkeypatch.setattr(bootstrap, "_CHUNK_ELEMENTS", 100)
+    np.testing.assert_allclose(statistic.resampled(shared), expected, rtol=0, atol=1e-13)
+    # pass/fail scores sum exactly either way: the same bits
+    passed = MeanStatistic((values > 0).astype(float).tolist())
+    assert np.array_equal(passed.resampled(shared), (values > 0)[idx].mean(axis=1))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda idx: idx + 1, "outside"),
+    (lambda idx: idx - 1, "outside"),
+    (lambda idx: idx[:, :-1], "items"),
+])
+def test_a_shared_draw_out_of_range_is_refused_the_first_time_and_every_time(bad, message):
+    statistic = MeanStatistic([0.5] * 20)
+    idx = resample_indices(20, 30, 1)
+    idx[0, 0], idx[1, 1] = 0, 19                       # both ends drawn, so +1 and -1 leave the range
+    shared = _shared(bad(idx))
+    for _ in range(2):
+        with pytest.raises(ValueError, match=message):
+            statistic.resampled(shared)
+
+
+def test_a_shared_draw_checked_for_one_size_is_checked_again_for_another():
+    shared = _shared(resample_indices(20, 30, 1))
+    assert MeanStatistic([1.0] * 20).resampled(shared).tolist() == [1.0] * 30
+    with pytest.raises(ValueError):
+        MeanStatistic([1.0] * 10).resampled(shared)
+
+
 # -- hand-worked cases ----------------------------------------------------------------------------
 
 

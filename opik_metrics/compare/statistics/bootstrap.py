@@ -98,8 +98,22 @@ def _finite_values(values: object, name: str) -> np.ndarray:
     return array
 
 
+def _shared_draw(idx: object) -> bool:
+    """Whether ``idx`` is a draw that cannot change while it lives: a read-only array that owns its
+    data (``resample_indices``'s, as a comparison keeps it). Its checks and counts are made once."""
+    return isinstance(idx, np.ndarray) and not idx.flags.writeable and idx.flags.owndata
+
+
+_CHECKED: dict[int, int] = {}       # id of a shared draw -> the n_items it was checked against
+
+
 def _check_indices(idx: object, n_items: int) -> np.ndarray:
-    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1."""
+    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1 (a shared draw's
+    range is scanned once: every score of a comparison reads the same 100 M indices)."""
+    shared = _shared_draw(idx)
+    if shared and _CHECKED.get(id(idx)) == n_items:
+        assert isinstance(idx, np.ndarray)
+        return idx
     array = np.asarray(idx)
     if array.ndim != 2:
         raise ValueError(f"idx must be a 2-D (resamples, items) index matrix, got shape {array.shape}")
@@ -114,6 +128,10 @@ def _check_indices(idx: object, n_items: int) -> np.ndarray:
         )
     if array.min() < 0 or array.max() >= n_items:
         raise ValueError(f"idx holds item indices outside [0, {n_items - 1}]")
+    if shared:
+        if id(array) not in _CHECKED:
+            weakref.finalize(array, _CHECKED.pop, id(array), None)
+        _CHECKED[id(array)] = n_items
     return array
 
 
@@ -193,12 +211,19 @@ class MeanStatistic:
         return self._values
 
     def resampled(self, idx: np.ndarray) -> np.ndarray:
-        """The mean of each resample (row of ``idx``), an (R,) array."""
+        """The mean of each resample (row of ``idx``), an (R,) array. Over a shared draw, as (how often
+        each item is drawn) @ values / n from the draw's one count (``draw_counts``): five times
+        faster than gathering the values again for every score; equal to the gathered mean within
+        rounding (a few 1e-16), as the sums run in another order."""
         idx = _check_indices(idx, self.n_items)
         out = np.empty(idx.shape[0], dtype=np.float64)
         step = _rows_per_chunk(self.n_items)
+        counts = draw_counts(idx, self.n_items) if _shared_draw(idx) else None
         for start in range(0, idx.shape[0], step):
-            out[start:start + step] = self._values[idx[start:start + step]].mean(axis=1)
+            if counts is None:
+                out[start:start + step] = self._values[idx[start:start + step]].mean(axis=1)
+            else:
+                out[start:start + step] = counts[start:start + step].astype(np.float64) @ self._values / self.n_items
         return out
 
     def __repr__(self) -> str:
@@ -309,7 +334,7 @@ def draw_counts(idx: np.ndarray, n_items: int) -> np.ndarray:
     smallest unsigned type that holds them. Counted once for a read-only index matrix that owns its
     data (``resample_indices``'s, as a comparison keeps it) and kept while that matrix lives, so
     every corpus score over the same draw shares one count (about 1 s per 100 M indices)."""
-    shared = isinstance(idx, np.ndarray) and not idx.flags.writeable and idx.flags.owndata
+    shared = _shared_draw(idx)
     found = _COUNTED.get(id(idx)) if shared else None
     if found is not None and idx.shape[1] == n_items:
         return found
