@@ -401,6 +401,7 @@ class _Context:
         self.last: tuple[int, Any] | None = None
         self.columns: dict[tuple[str, str], _Column] = {}
         self.statistics: dict[tuple[str, str, tuple[str, ...], tuple[str, ...] | None], ResampledOnce] = {}
+        self.shared_keys: tuple[Sequence[tuple[ItemRecord, ItemRecord]], frozenset[str]] | None = None
 
     def units(self, items: Sequence[ItemRecord]) -> tuple[tuple[str, ...] | None, int]:
         """The cluster of each item (None without clustering) and how many units the bootstrap draws."""
@@ -427,6 +428,12 @@ class _Context:
             self.statistics[key] = ResampledOnce(_statistic(metric, experiment, items,
                                                             self.column(metric, experiment), clusters))
         return self.statistics[key]
+
+    def keys(self, shared: Sequence[tuple[ItemRecord, ItemRecord]]) -> frozenset[str]:
+        """The keys of a pair's shared items, made once for each list of them (every score reads it)."""
+        if self.shared_keys is None or self.shared_keys[0] is not shared:
+            self.shared_keys = (shared, frozenset(b.key for _, b in shared))
+        return self.shared_keys[1]
 
     def column(self, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
         key = (metric.name, experiment.name)
@@ -596,11 +603,15 @@ def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: Expe
                  shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings,
                  context: _Context) -> PairResult:
     base_column, system_column = context.column(metric, baseline), context.column(metric, system)
-    both = [(a, b) for a, b in shared if a.key in base_column.has and b.key in system_column.has]
-    base_kinds = [base_column.kinds[a.key] for a, _ in shared if a.key in base_column.kinds]
-    system_kinds = [system_column.kinds[b.key] for _, b in shared if b.key in system_column.kinds]
+    keys = context.keys(shared)               # a pair's two items share one key
+    if keys <= base_column.has and keys <= system_column.has:
+        both = shared                         # the common case, without a look-up per item
+    else:
+        both = [(a, b) for a, b in shared if a.key in base_column.has and b.key in system_column.has]
+    base_kinds = [base_column.kinds[k] for k in keys & base_column.kinds.keys()]
+    system_kinds = [system_column.kinds[k] for k in keys & system_column.kinds.keys()]
     odd = {"baseline": _kinds(base_kinds), "system": _kinds(system_kinds)}
-    left_out = sum(1 for a, b in shared if a.key in base_column.kinds or b.key in system_column.kinds)
+    left_out = len(keys & (base_column.kinds.keys() | system_column.kinds.keys()))
     notes = []
     if left_out:
         sides = "; ".join(f"{e.name}: {_kinds_text(odd[side])}" for side, e in (("baseline", baseline),
