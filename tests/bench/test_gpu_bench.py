@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from typing import Iterator
+from unittest import mock
 
 import pytest
 import torch
@@ -23,10 +26,13 @@ ROWS = [  # the start of each row's name, in order
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict]:
-    from bench import gpu
+def rows() -> Iterator[list[dict]]:
+    """The rows of one tiny run; the environment that importing the benchmark sets for itself
+    (``bench/offline.py``: ``OPIK_TRACK_DISABLE`` and the rest) is undone for the tests after these."""
+    with mock.patch.dict(os.environ):
+        from bench import gpu
 
-    return gpu.main(tiny=True)
+        yield gpu.main(tiny=True)
 
 
 def test_every_row_is_there_once_in_order(rows):
