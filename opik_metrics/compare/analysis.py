@@ -401,7 +401,6 @@ class _Context:
         self.last: tuple[int, Any] | None = None
         self.columns: dict[tuple[str, str], _Column] = {}
         self.statistics: dict[tuple[str, str, tuple[str, ...], tuple[str, ...] | None], ResampledOnce] = {}
-        self.shared_keys: tuple[Sequence[tuple[ItemRecord, ItemRecord]], frozenset[str]] | None = None
 
     def units(self, items: Sequence[ItemRecord]) -> tuple[tuple[str, ...] | None, int]:
         """The cluster of each item (None without clustering) and how many units the bootstrap draws."""
@@ -428,12 +427,6 @@ class _Context:
             self.statistics[key] = ResampledOnce(_statistic(metric, experiment, items,
                                                             self.column(metric, experiment), clusters))
         return self.statistics[key]
-
-    def keys(self, shared: Sequence[tuple[ItemRecord, ItemRecord]]) -> frozenset[str]:
-        """The keys of a pair's shared items, made once for each list of them (every score reads it)."""
-        if self.shared_keys is None or self.shared_keys[0] is not shared:
-            self.shared_keys = (shared, frozenset(b.key for _, b in shared))
-        return self.shared_keys[1]
 
     def column(self, metric: ScoreSummary, experiment: ExperimentRecords) -> _Column:
         key = (metric.name, experiment.name)
@@ -543,12 +536,13 @@ def _pair(baseline: ExperimentRecords, system: ExperimentRecords, metrics: Seque
     shared = [(base_items[item.key], item) for item in system.items
               if item.key in base_items and not item.failed and not base_items[item.key].failed]
     shared.sort(key=lambda pair: pair[0].position)
+    keys = frozenset(item.key for _, item in shared)
     options = {m.name: differing for m in metrics
                if (differing := signature_differences(m.name, baseline, system)[0]
                    or unsigned_difference(m.name, baseline.config, system.config))}
     return Pair(baseline=baseline.name, system=system.name, shared_items=len(shared),
                 config_differences=_config_differences(baseline.config, system.config),
-                metrics={m.name: _no_statistics_note(_pair_metric(m, baseline, system, shared, settings, context), m,
+                metrics={m.name: _no_statistics_note(_pair_metric(m, baseline, system, shared, keys, settings, context), m,
                                                      baseline, system, shared, context) for m in metrics},
                 option_differences=options)
 
@@ -600,10 +594,10 @@ def signature_differences(score: str, baseline: ExperimentRecords, system: Exper
 
 
 def _pair_metric(metric: ScoreSummary, baseline: ExperimentRecords, system: ExperimentRecords,
-                 shared: Sequence[tuple[ItemRecord, ItemRecord]], settings: CompareSettings,
-                 context: _Context) -> PairResult:
+                 shared: Sequence[tuple[ItemRecord, ItemRecord]], keys: frozenset[str],
+                 settings: CompareSettings, context: _Context) -> PairResult:
+    """``metric`` compared over the ``shared`` items, whose keys are ``keys`` (a pair's two items share one)."""
     base_column, system_column = context.column(metric, baseline), context.column(metric, system)
-    keys = context.keys(shared)               # a pair's two items share one key
     if keys <= base_column.has and keys <= system_column.has:
         both = shared                         # the common case, without a look-up per item
     else:

@@ -11,7 +11,7 @@ import math
 import numbers
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Protocol, Sequence
+from typing import Callable, Iterator, Optional, Protocol, Sequence, TypeGuard
 
 import numpy as np
 
@@ -98,21 +98,17 @@ def _finite_values(values: object, name: str) -> np.ndarray:
     return array
 
 
-def _shared_draw(idx: object) -> bool:
+def _shared_draw(idx: object) -> TypeGuard[np.ndarray]:
     """Whether ``idx`` is a draw that cannot change while it lives: a read-only array that owns its
     data (``resample_indices``'s, as a comparison keeps it). Its checks and counts are made once."""
     return isinstance(idx, np.ndarray) and not idx.flags.writeable and idx.flags.owndata
 
 
-_CHECKED: dict[int, int] = {}       # id of a shared draw -> the n_items it was checked against
-
-
 def _check_indices(idx: object, n_items: int) -> np.ndarray:
-    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1 (a shared draw's
-    range is scanned once: every score of a comparison reads the same 100 M indices)."""
-    shared = _shared_draw(idx)
-    if shared and _CHECKED.get(id(idx)) == n_items:
-        assert isinstance(idx, np.ndarray)
+    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1. A shared draw
+    already counted (``draw_counts`` checks it first) is not scanned again: every score of a
+    comparison reads the same 100 M indices."""
+    if _shared_draw(idx) and id(idx) in _COUNTED and idx.shape[1] == n_items:
         return idx
     array = np.asarray(idx)
     if array.ndim != 2:
@@ -128,10 +124,6 @@ def _check_indices(idx: object, n_items: int) -> np.ndarray:
         )
     if array.min() < 0 or array.max() >= n_items:
         raise ValueError(f"idx holds item indices outside [0, {n_items - 1}]")
-    if shared:
-        if id(array) not in _CHECKED:
-            weakref.finalize(array, _CHECKED.pop, id(array), None)
-        _CHECKED[id(array)] = n_items
     return array
 
 
@@ -218,12 +210,13 @@ class MeanStatistic:
         idx = _check_indices(idx, self.n_items)
         out = np.empty(idx.shape[0], dtype=np.float64)
         step = _rows_per_chunk(self.n_items)
-        counts = draw_counts(idx, self.n_items) if _shared_draw(idx) else None
-        for start in range(0, idx.shape[0], step):
-            if counts is None:
-                out[start:start + step] = self._values[idx[start:start + step]].mean(axis=1)
-            else:
+        if _shared_draw(idx):
+            counts = draw_counts(idx, self.n_items)
+            for start in range(0, idx.shape[0], step):
                 out[start:start + step] = counts[start:start + step].astype(np.float64) @ self._values / self.n_items
+        else:
+            for start in range(0, idx.shape[0], step):
+                out[start:start + step] = self._values[idx[start:start + step]].mean(axis=1)
         return out
 
     def __repr__(self) -> str:
