@@ -104,11 +104,14 @@ def _shared_draw(idx: object) -> TypeGuard[np.ndarray]:
     return isinstance(idx, np.ndarray) and not idx.flags.writeable and idx.flags.owndata
 
 
+_CHECKED: dict[int, int] = {}       # id of a shared draw -> the n_items it was checked against
+
+
 def _check_indices(idx: object, n_items: int) -> np.ndarray:
-    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1. A shared draw
-    already counted (``draw_counts`` checks it first) is not scanned again: every score of a
-    comparison reads the same 100 M indices."""
-    if _shared_draw(idx) and id(idx) in _COUNTED and idx.shape[1] == n_items:
+    """``idx`` as a (R, n_items) integer array of item indices in range, R >= 1 (a shared draw's
+    range is scanned once: every score of a comparison checks the same 100 M indices, most of
+    them before anything counts the draw)."""
+    if _shared_draw(idx) and _CHECKED.get(id(idx)) == n_items:
         return idx
     array = np.asarray(idx)
     if array.ndim != 2:
@@ -124,6 +127,10 @@ def _check_indices(idx: object, n_items: int) -> np.ndarray:
         )
     if array.min() < 0 or array.max() >= n_items:
         raise ValueError(f"idx holds item indices outside [0, {n_items - 1}]")
+    if _shared_draw(array):             # idx itself: asarray returns an array as it is
+        if id(array) not in _CHECKED:
+            weakref.finalize(array, _CHECKED.pop, id(array), None)
+        _CHECKED[id(array)] = n_items
     return array
 
 
