@@ -33,7 +33,7 @@ from opik_metrics.traces.connection import check_project, connect
 from opik_metrics.traces.fields import TraceFields, Unreadable
 from opik_metrics.traces.lease import scoring_lease
 from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
-from opik_metrics.traces.reading import PAGE_SIZE, SCORES_ONLY, Selection, pages
+from opik_metrics.traces.reading import PAGE_SIZE, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
 from opik_metrics.traces.writing import ScoreWriter, sender
 
@@ -289,10 +289,10 @@ def _read_back(client: Any, selection: Selection, pending: dict[str, dict[str, f
         Selection(selection.project_name, selection.entity, None, selection.since, selection.until)
     oldest = min(pending)
     held: dict[str, dict[str, Any]] = {}
-    for page in pages(client, plain, page_size, below=top, exclude=SCORES_ONLY):
+    for page in pages(client, plain, page_size, below=top, scores_only=True):
         for entity in page:
             if entity.id in pending:
-                held[entity.id] = {s.name: s.value for s in entity.feedback_scores or []}
+                held[entity.id] = entity.scores
         if page[-1].id <= oldest:
             break
     return held

@@ -2,12 +2,13 @@
 whole entities and at most 1,000 scores (the server validates a request whole), in the order they
 were made, through a bounded queue (memory holds a few requests, not the project).
 
-Traces' and spans' scores go to the REST client's batch endpoints (``score_batch_of_traces`` /
-``score_batch_of_spans``, wrapped in the SDK's own retry rules; Opik Cloud's rate limit is waited
-out as its streamer does) with the JSON the SDK sends, given as plain dicts: through
-``log_traces_feedback_scores`` each score cost the scorer's interpreter about 0.5 ms (payload
-sizing, the replay database, the REST models' encoder reading their type hints per score), most of
-a run. Threads' scores keep the SDK's own path. As in the SDK's streamer, a 409 is a request the
+Traces' and spans' scores go to the batch endpoints the REST client's ``score_batch_of_traces`` /
+``score_batch_of_spans`` call (``PUT v1/private/{traces,spans}/feedback-scores``) with the JSON the
+SDK sends, serialised once and sent through the SDK's transport and retry rules (``prepared_put``;
+Opik Cloud's rate limit is waited out as its streamer does): through ``log_traces_feedback_scores``
+each score cost the scorer's interpreter about 0.5 ms (payload sizing, the replay database, the REST
+models' encoder reading their type hints per score), most of a run. Threads' scores keep the SDK's
+own path. As in the SDK's streamer, a 409 is a request the
 server already took; a refused key (401, 403) or a lost server (after the retries) stops the run
 with its error; any other refusal is logged and left to the read-back, which names its scores.
 """
@@ -19,6 +20,8 @@ import threading
 import time
 from types import TracebackType
 from typing import Any, Callable, Iterable
+
+from opik_metrics.traces.prepared_put import json_put
 
 MAX_SCORES_A_REQUEST = 1000       # FeedbackScoreBatch: @Size(max = 1000), validated whole
 QUEUE_DEPTH = 8                   # requests waiting to be sent: two pages of 1,000 traces x 4 scores
@@ -53,16 +56,15 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
     from opik.api_objects.constants import FEEDBACK_SCORE_SOURCE_SDK
     from opik.rest_api.core.api_error import ApiError
 
-    endpoint = (client.rest_client.traces.score_batch_of_traces if entity == "traces"
-                else client.rest_client.spans.score_batch_of_spans)
+    put = json_put(client.rest_client, f"v1/private/{entity}/feedback-scores")
 
     def send(request: Request) -> None:
         body = [{"id": score["id"], "name": score["name"], "value": score["value"], "reason": score.get("reason"),
                  "source": FEEDBACK_SCORE_SOURCE_SDK, "project_name": score.get("project_name") or project_name,
                  "category_name": score.get("category_name")} for score in request]   # parse_feedback_score_messages's fields
         while True:
-            try:    # the body as extra parameters: plain JSON, not the typed models' slow encoder
-                endpoint(scores=[], request_options={"additional_body_parameters": {"scores": body}})
+            try:
+                put({"scores": body})
                 return
             except ApiError as exc:
                 limit = _rate_limit(exc) if exc.status_code == 429 else None

@@ -1,7 +1,7 @@
-"""The writer thread (traces/writing.py): the body it sends is the SDK's own, requests go out in
-the order the pages were scored, a 409 counts as taken and a refusal is left to the read-back, a
-lost server stops the run with one line (exit 2 from the command line), and no writer thread
-outlives a run, whatever way it ends."""
+"""The writer thread (traces/writing.py): the body it sends is the SDK's own (serialised once,
+``prepared_put``), requests go out in the order the pages were scored, a 409 counts as taken and a
+refusal is left to the read-back, a lost server stops the run with one line (exit 2 from the
+command line), and no writer thread outlives a run, whatever way it ends."""
 from __future__ import annotations
 
 import threading
@@ -14,6 +14,8 @@ from opik_metrics import BLEU
 from opik_metrics.cli.main import main
 from opik_metrics.experiments.opik_server import OpikServerError
 from opik_metrics.traces import score_traces
+from opik_metrics.traces import writing
+from opik_metrics.traces.prepared_put import json_put
 from opik_metrics.traces.writing import ScoreWriter, sender
 from tests.traces.conftest import PROJECT, log_project
 
@@ -72,15 +74,18 @@ def test_a_409_is_taken_and_a_refusal_is_left_to_the_read_back(server, client, c
 def test_a_writer_that_loses_the_server_stops_the_run_with_one_line(server, client, monkeypatch, capsys):
     log_project(client)
     calls = []
-    endpoint = client.rest_client.traces.score_batch_of_traces
 
-    def gone(**kwargs):             # what the SDK's retry raises once its tries are spent
-        calls.append(kwargs)
-        if len(calls) >= 2:
-            raise httpx.ConnectError("[Errno 111] Connection refused")
-        return endpoint(**kwargs)
+    def losing(rest_client, path):
+        put = json_put(rest_client, path)
 
-    monkeypatch.setattr(client.rest_client.traces, "score_batch_of_traces", gone)
+        def gone(payload):          # what the SDK's retry raises once its tries are spent
+            calls.append(payload)
+            if len(calls) >= 2:
+                raise httpx.ConnectError("[Errno 111] Connection refused")
+            put(payload)
+        return gone
+
+    monkeypatch.setattr(writing, "json_put", losing)
     with pytest.raises(OpikServerError, match=r"stopped answering while scoring the traces of project 'captions': "
                                               r"ConnectError: \[Errno 111\] Connection refused"):
         score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
@@ -184,18 +189,14 @@ def test_a_refused_key_stops_the_run(server, client):
     assert _writers() == []
 
 
-def test_each_score_keeps_its_own_project():
+class _Client:
+    rest_client = None
+
+
+def test_each_score_keeps_its_own_project(monkeypatch):
     bodies = []
-
-    class Endpoint:
-        def score_batch_of_traces(self, scores, request_options):
-            bodies.append(request_options["additional_body_parameters"]["scores"])
-
-    class Client:
-        class rest_client:
-            traces = Endpoint()
-
-    sender(Client(), "traces", "default-project")([{"id": "a", "name": "s", "value": 1.0, "project_name": "other"},
+    monkeypatch.setattr(writing, "json_put", lambda rest_client, path: lambda payload: bodies.append(payload["scores"]))
+    sender(_Client(), "traces", "default-project")([{"id": "a", "name": "s", "value": 1.0, "project_name": "other"},
                                                    {"id": "b", "name": "s", "value": 0.0}])
     assert [s["project_name"] for s in bodies[0]] == ["other", "default-project"]
     assert [sorted(s) for s in bodies[0]] == [sorted(["id", "name", "value", "reason", "source", "project_name",
@@ -222,16 +223,12 @@ def test_scoring_stops_at_the_next_page_once_the_writer_failed():
     assert 1 <= puts < 50 and _writers() == []
 
 
-def test_a_429_without_a_readable_reset_is_left_to_the_read_back(caplog):
+def test_a_429_without_a_readable_reset_is_left_to_the_read_back(monkeypatch, caplog):
     from opik.rest_api.core.api_error import ApiError
 
-    class Endpoint:
-        def score_batch_of_traces(self, scores, request_options):
-            raise ApiError(status_code=429, headers={"RateLimit-Reset": "soon"}, body="slow down")
+    def limited(payload):
+        raise ApiError(status_code=429, headers={"RateLimit-Reset": "soon"}, body="slow down")
 
-    class Client:
-        class rest_client:
-            traces = Endpoint()
-
-    sender(Client(), "traces", "p")([{"id": "a", "name": "s", "value": 1.0}])
+    monkeypatch.setattr(writing, "json_put", lambda rest_client, path: limited)
+    sender(_Client(), "traces", "p")([{"id": "a", "name": "s", "value": 1.0}])
     assert any("HTTP 429" in r.getMessage() for r in caplog.records)
