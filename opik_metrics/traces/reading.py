@@ -122,7 +122,7 @@ def read_held_scores(client: Any, selection: Selection, below: str | None, size:
     traces = selection.entity == "traces"
     try:
         filters = helpers.parse_filter_expressions(
-            selection.filter(below), entity_type=selection.entity,
+            selection.filter(below), entity_type="traces" if traces else "spans",
             parsed_item_class=trace_filter_public.TraceFilterPublic if traces else span_filter_public.SpanFilterPublic)
     except ValueError as exc:
         raise ValueError(f"filter {selection.filter_string!r}: {exc}") from None
