@@ -179,10 +179,10 @@ def folded_score(by_author: Mapping[str, dict]) -> dict:
     """One name's scores by author (each as stored) as a read returns it, ``value_by_author`` included."""
     entries = list(by_author.values())
     first = entries[0]
-    values = [Decimal(str(e["value"])) for e in entries]
     if len(entries) == 1:
         value, reason = first["value"], first.get("reason")
     else:
+        values = [Decimal(str(e["value"])) for e in entries]
         value = float((sum(values) / len(values)).quantize(Decimal("1e-9")))
         reason = ", ".join(e.get("reason") or "\\<no reason>" for e in entries)
     folded = {k: v for k, v in first.items() if k not in ("value", "reason", "category_name", "last_updated_at")}

@@ -4,6 +4,8 @@ dotted paths into it (``output=output.caption``, ``reference=metadata.reference`
 the field and the path, never scored as an empty text."""
 from __future__ import annotations
 
+import functools
+from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -46,6 +48,10 @@ class TraceFields:
         """Input ``name`` of ``trace`` (a dict of its fields): text for ``output`` and ``image``, text or
         a list of texts for ``reference``; None when absent; Unreadable when of another type."""
         paths = self.path(name)
+        if len(paths) == 1:
+            value = _follow(trace, paths[0])
+            if value is None or type(value) is str:     # the usual case, once per trace and input
+                return value
         values = [_follow(trace, p) for p in paths]
         if all(v is None for v in values):
             return None
@@ -64,8 +70,13 @@ class TraceFields:
 
 
 def _follow(node: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
+    for part in _parts(path):
+        if not (type(node) is dict or isinstance(node, abc.Mapping)) or part not in node:
             return None
         node = node[part]
     return node
+
+
+@functools.lru_cache(maxsize=256)
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))

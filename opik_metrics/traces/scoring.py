@@ -1,7 +1,8 @@
 """Score what a project already holds (production traces or spans) with the pack's metrics and
 write each score back as a feedback score, with the metric's reason and its mark (``marks``).
 
-Pages are read newest first through the SDK's search (``reading``); each metric scores a page's
+Pages are read newest first through the SDK's search (``reading``), the next while one is scored
+(``read_ahead``); each metric scores a page's
 entities through the one scorer (``score_batch`` where it has one); the scores go out from a writer
 thread (``writing``) while the next page is scored, in requests of whole entities and at most 1,000
 scores (the server validates a batch whole), only values the server stores. An entity
@@ -10,13 +11,14 @@ rerun after Ctrl-C or kill -9 scores only what is missing, and sends again any s
 holds with another value than its mark says was sent. One run at a time per project and metric
 signature (``lease``); the server and project are checked first (``connection``). After the
 writes the run reads back what arrived, a block of pages at a time, and names what is missing
-or held with another value. Memory holds a page, the
+or held with another value. Memory holds two pages, the
 block being checked, the summary's values (a float per entity and score) and summed statistics.
 """
 from __future__ import annotations
 
 import math
 import time
+from contextlib import closing
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -24,6 +26,7 @@ from typing import Any, Sequence
 from tqdm.auto import tqdm
 
 from opik_metrics.core import facts_of
+from opik_metrics.core.statistics import Statistics
 from opik_metrics.core.table import one_line
 from opik_metrics.experiments.contexts import fit_corpus_contexts
 from opik_metrics.experiments.opik_server import OpikServerError, client_url, server_errors
@@ -32,6 +35,7 @@ from opik_metrics.scoring.scorer import Scorer, batch_fields, check_metrics, tex
 from opik_metrics.traces.connection import check_project, connect
 from opik_metrics.traces.fields import TraceFields, Unreadable
 from opik_metrics.traces.lease import scoring_lease
+from opik_metrics.traces.read_ahead import read_ahead
 from opik_metrics.traces.marks import MarkedScore, marked, marked_scores, signature_of
 from opik_metrics.traces.reading import PAGE_SIZE, Selection, pages
 from opik_metrics.traces.summary import WindowSummary, summarize
@@ -130,10 +134,26 @@ def _needs(metric: Any) -> tuple[bool, bool]:
     return needs_reference, "image" in batch_fields(metric).values()
 
 
+_ROW_FIELDS = ("id", "input", "output", "metadata", "name", "tags", "thread_id", "first_message", "last_message")
+
+
+_HELD: dict[type, tuple[str, ...]] = {}
+
+
+def _fields_held(kind: type) -> tuple[str, ...]:
+    """The row's fields an entity of type ``kind`` has: a pydantic model's own (asking one for a
+    field it lacks costs an AttributeError: a trace has no ``first_message``); else all of them."""
+    if kind not in _HELD:
+        fields = getattr(kind, "model_fields", None)
+        _HELD[kind] = tuple(n for n in _ROW_FIELDS if n in fields) if isinstance(fields, dict) else _ROW_FIELDS
+    return _HELD[kind]
+
+
 def _row(entity: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An entity read by the SDK as (its fields, its feedback scores: name, value, reason)."""
-    row = {name: getattr(entity, name, None) for name in ("id", "input", "output", "metadata", "name", "tags",
-                                                          "thread_id", "first_message", "last_message")}
+    row = dict.fromkeys(_ROW_FIELDS)
+    for name in _fields_held(type(entity)):
+        row[name] = getattr(entity, name, None)
     scores = [{"name": s.name, "value": s.value, "reason": s.reason} for s in entity.feedback_scores or []]
     return row, scores
 
@@ -152,14 +172,18 @@ class _Run:
         self.signatures = {m.name: signature_of(m) for m in metrics}
         self.needs = {m.name: _needs(m) for m in metrics}
         self.scorers = {m.name: Scorer([m]) for m in metrics}
+        self.summed = {m.name: facts_of(m).corpus is not None and hasattr(m, "item_statistics") for m in metrics}
         self.values: dict[str, array] = {}
-        self.totals: dict[str, Any] = {}          # metric -> summed statistics of the entities scored now
+        self.totals: dict[str, tuple[tuple[str, ...], list]] = {}   # metric -> its statistics' fields, summed values
         self.counted: dict[str, int] = {}
         self.pending: dict[str, dict[str, float]] = {}     # entity id -> score name -> value sent
         self.scored_now: set[str] = set()                  # entities of this page given a new score
 
     def _value(self, name: str, value: float) -> None:
-        self.values.setdefault(name, array("d")).append(value)
+        column = self.values.get(name)
+        if column is None:
+            column = self.values[name] = array("d")
+        column.append(value)
 
     def _inputs(self, metric: Any, row: dict[str, Any]) -> dict[str, Any] | str:
         """The metric's inputs from one entity, or why it has none ("reference" when it lacks one)."""
@@ -241,40 +265,50 @@ class _Run:
 
     def _results(self, metric: Any, entity_id: str, results: list[Any], sent: dict[str, list[dict[str, Any]]]) -> None:
         good = [r for r in results if not r.scoring_failed]
-        failed = [r for r in results if r.scoring_failed]
-        if failed:
+        if len(good) < len(results):
             self.report.failed[metric.name] = self.report.failed.get(metric.name, 0) + 1
             if len(self.report.failed_examples) < 20:
+                failed = next(r for r in results if r.scoring_failed)
                 self.report.failed_examples.append(one_line(f"{self.selection.entity[:-1]} {entity_id}: {metric.name}: "
-                                                            f"{failed[0].reason}"))
+                                                            f"{failed.reason}"))
         if not good:
             return
-        signature = self.signatures[metric.name]
+        signature, project_name = self.signatures[metric.name], self.selection.project_name
+        scores: list[dict[str, Any]] | None = None
+        pending: dict[str, float] = {}
         for result in good:
             value = server_value(result.value)
             if value is None:       # marked failed by the scorer already; kept for safety
                 continue
-            sent.setdefault(entity_id, []).append({
-                "id": entity_id, "name": result.name, "value": float(result.value),
-                "reason": marked(result.reason, signature, len(good), value),
-                "project_name": self.selection.project_name})
-            self.scored_now.add(entity_id)
-            self.pending.setdefault(entity_id, {})[result.name] = value
+            if scores is None:
+                scores, pending = sent.setdefault(entity_id, []), self.pending.setdefault(entity_id, {})
+                self.scored_now.add(entity_id)
+            scores.append({"id": entity_id, "name": result.name, "value": float(result.value),
+                           "reason": marked(result.reason, signature, len(good), value), "project_name": project_name})
+            pending[result.name] = value
             self._value(result.name, value)      # as the server keeps it: the same on a rerun that skips
-        corpus = facts_of(metric).corpus
-        if corpus is not None and hasattr(metric, "item_statistics"):
+        if self.summed[metric.name]:
             try:
                 stats = metric.item_statistics(results)
             except (KeyError, ValueError):
                 return
-            self.totals[metric.name] = stats if metric.name not in self.totals else self.totals[metric.name] + stats
+            total = self.totals.get(metric.name)
+            if total is None:
+                self.totals[metric.name] = (stats.fields, list(stats.values))
+            elif total[0] != stats.fields:
+                raise ValueError(f"{metric.name}: statistics of fields {stats.fields} after {total[0]}")
+            else:
+                sums = total[1]
+                for k, value in enumerate(stats.values):    # in order: the bits a sum of Statistics gives
+                    sums[k] += value
             self.counted[metric.name] = self.counted.get(metric.name, 0) + 1
 
     def corpus(self) -> tuple[dict[str, float], dict[str, int]]:
         values, counts = {}, {}
         for metric in self.metrics:
             if metric.name in self.totals:
-                result = metric.from_statistics(self.totals[metric.name])
+                fields, sums = self.totals[metric.name]
+                result = metric.from_statistics(Statistics(fields, tuple(sums)))
                 if not result.scoring_failed:
                     values[result.name] = float(result.value)
                     counts[result.name] = self.counted[metric.name]
@@ -360,8 +394,9 @@ def _write(client: Any, url: str | None, metrics: list[Any], trace_fields: Trace
     below: str | None = None
     with server_errors(url, f"scoring the {entity} of project {project_name!r}"):
         try:
-            with ScoreWriter(sender(client, entity, project_name)) as writer:
-                for page in pages(client, selection, page_size):
+            with ScoreWriter(sender(client, entity, project_name)) as writer, \
+                    closing(read_ahead(pages(client, selection, page_size))) as ahead:
+                for page in ahead:
                     report.sent_scores += writer.put(run.page(page))
                     bar.update(len(page))
                     below = page[-1].id
