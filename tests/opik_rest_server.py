@@ -585,7 +585,7 @@ class OpikRestServer:
         row["project_id"] = self.projects[trace["project_name"]]["id"] if trace.get("project_name") else None
         row["feedback_scores"] = self._scores_of("trace", trace["id"]) or None
         row["span_count"] = len(self.spans.get(trace["id"], []))
-        return self._answer(TracePublic, _excluding({k: v for k, v in row.items() if v is not None}, exclude))
+        return _excluding(self._answer(TracePublic, {k: v for k, v in row.items() if v is not None}), exclude)
 
     def _span_public(self, span: dict, exclude: Any = None) -> dict:
         row = {k: v for k, v in span.items() if k != "project_name"}
@@ -594,7 +594,7 @@ class OpikRestServer:
         scores = self._scores_of("span", span["id"])
         if scores:
             row["feedback_scores"] = scores
-        return self._answer(SpanPublic, _excluding(row, exclude))
+        return _excluding(self._answer(SpanPublic, row), exclude)
 
     def _answer(self, model: type[pydantic.BaseModel], row: dict) -> dict:
         """A trace or span as read: checked against the SDK's model unless ``check_answers`` is off

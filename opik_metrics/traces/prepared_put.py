@@ -30,8 +30,12 @@ def json_put(rest_client: Any, path: str) -> Callable[[Any], None]:
 
         def once() -> None:
             response = httpx_client.send_prepared_json(transport, base_url, path, body, headers=headers)
-            if response.status_code >= 300:
-                raise ApiError(status_code=response.status_code, headers=dict(response.headers), body=response.text)
+            if response.status_code >= 300:     # the body as the generated client gives it: JSON, else text
+                try:
+                    answer = response.json()
+                except ValueError:
+                    answer = response.text
+                raise ApiError(status_code=response.status_code, headers=dict(response.headers), body=answer)
 
         retry_decorator.opik_rest_retry(once)()
     return put

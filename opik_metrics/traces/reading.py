@@ -112,7 +112,7 @@ class HeldScores:
 
 def read_held_scores(client: Any, selection: Selection, below: str | None, size: int) -> list[HeldScores]:
     """One page as ``read_page`` reads it, the heavy fields left out (SCORES_ONLY): the REST client's
-    search stream, the SDK's filter parser, rate-limit rule and stream parser, into HeldScores."""
+    search stream read with the SDK's filter parser, rate-limit rule and stream reader, into HeldScores."""
     if selection.entity == "threads":
         return [HeldScores(e.id, [{"name": s.name, "value": s.value} for s in e.feedback_scores or []])
                 for e in read_page(client, selection, below, size)]
@@ -127,10 +127,15 @@ def read_held_scores(client: Any, selection: Selection, below: str | None, size:
     except ValueError as exc:
         raise ValueError(f"filter {selection.filter_string!r}: {exc}") from None
     search = client.rest_client.traces.search_traces if traces else client.rest_client.spans.search_spans
-    chunks = rest_helpers.ensure_rest_api_call_respecting_rate_limit(
-        lambda: list(search(project_name=selection.project_name, filters=filters, limit=size, truncate=False,
-                            exclude=list(SCORES_ONLY))), operation_name=f"search_{selection.entity}")
-    return rest_stream_parser.read_and_parse_stream(chunks, HeldScores)
+
+    def read(limit: int, last_retrieved_id: str | None) -> list[bytes]:
+        return rest_helpers.ensure_rest_api_call_respecting_rate_limit(
+            lambda: list(search(project_name=selection.project_name, filters=filters, limit=limit, truncate=False,
+                                last_retrieved_id=last_retrieved_id, exclude=list(SCORES_ONLY))),
+            operation_name=f"search_{selection.entity}")
+    # the SDK's own reading of a search: smaller pages after a dropped stream, more after unreadable lines
+    return rest_stream_parser.read_and_parse_full_stream(read, HeldScores, max_results=size,
+                                                         max_endpoint_batch_size=size)
 
 
 def pages(client: Any, selection: Selection, size: int = PAGE_SIZE, below: str | None = None,

@@ -11,7 +11,7 @@ rerun after Ctrl-C or kill -9 scores only what is missing, and sends again any s
 holds with another value than its mark says was sent. One run at a time per project and metric
 signature (``lease``); the server and project are checked first (``connection``). After the
 writes the run reads back what arrived, a block of pages at a time, and names what is missing
-or held with another value. Memory holds two pages, the
+or held with another value. Memory holds a few pages, the
 block being checked, the summary's values (a float per entity and score) and summed statistics.
 """
 from __future__ import annotations
@@ -152,8 +152,13 @@ def _fields_held(kind: type) -> tuple[str, ...]:
 def _row(entity: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An entity read by the SDK as (its fields, its feedback scores: name, value, reason)."""
     row = dict.fromkeys(_ROW_FIELDS)
-    for name in _fields_held(type(entity)):
+    held = _fields_held(type(entity))
+    for name in held:
         row[name] = getattr(entity, name, None)
+    extra = getattr(entity, "model_extra", None) if len(held) < len(_ROW_FIELDS) else None
+    if isinstance(extra, dict):     # what the server sent beyond the SDK's model (it keeps extras)
+        for name in extra.keys() & row.keys():
+            row[name] = extra[name]
     scores = [{"name": s.name, "value": s.value, "reason": s.reason} for s in entity.feedback_scores or []]
     return row, scores
 
@@ -308,10 +313,11 @@ class _Run:
         for metric in self.metrics:
             if metric.name in self.totals:
                 fields, sums = self.totals[metric.name]
-                result = metric.from_statistics(Statistics(fields, tuple(sums)))
-                if not result.scoring_failed:
-                    values[result.name] = float(result.value)
-                    counts[result.name] = self.counted[metric.name]
+                made = metric.from_statistics(Statistics(fields, tuple(sums)))
+                for result in made if isinstance(made, list) else [made]:     # a suite's: one per corpus score
+                    if not result.scoring_failed:
+                        values[result.name] = float(result.value)
+                        counts[result.name] = self.counted[metric.name]
         return values, counts
 
 
