@@ -4,7 +4,6 @@ dotted paths into it (``output=output.caption``, ``reference=metadata.reference`
 the field and the path, never scored as an empty text."""
 from __future__ import annotations
 
-import functools
 from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -70,13 +69,8 @@ class TraceFields:
 
 
 def _follow(node: Any, path: str) -> Any:
-    for part in _parts(path):
+    for part in path.split("."):
         if not (type(node) is dict or isinstance(node, abc.Mapping)) or part not in node:
             return None
         node = node[part]
     return node
-
-
-@functools.lru_cache(maxsize=256)
-def _parts(path: str) -> tuple[str, ...]:
-    return tuple(path.split("."))

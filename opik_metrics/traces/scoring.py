@@ -1,25 +1,24 @@
 """Score what a project already holds (production traces or spans) with the pack's metrics and
 write each score back as a feedback score, with the metric's reason and its mark (``marks``).
 
-Pages are read newest first through the SDK's search (``reading``), the next while one is scored
-(``read_ahead``); each metric scores a page's
-entities through the one scorer (``score_batch`` where it has one); the scores go out from a writer
-thread (``writing``) while the next page is scored, in requests of whole entities and at most 1,000
-scores (the server validates a batch whole), only values the server stores. An entity
-that already holds a metric's scores under the same signature is skipped unless ``replace``: a
-rerun after Ctrl-C or kill -9 scores only what is missing, and sends again any score the server
-holds with another value than its mark says was sent. One run at a time per project and metric
-signature (``lease``); the server and project are checked first (``connection``). After the
-writes the run reads back what arrived, a block of pages at a time, and names what is missing
-or held with another value. Memory holds a few pages, the
+Pages are read newest first through the SDK's search (``reading``), the next one while one is
+scored (``read_ahead``); each metric scores a page's entities through the one scorer
+(``score_batch`` where it has one); the scores go out from a writer thread (``writing``) while the
+next page is scored, in requests of whole entities and at most 1,000 scores (the server validates a
+batch whole), only values the server stores. An entity that already holds a metric's scores under
+the same signature is skipped unless ``replace``: a rerun after Ctrl-C or kill -9 scores only what
+is missing, and sends again any score the server holds with another value than its mark says was
+sent. One run at a time per project and metric signature (``lease``); the server and project are
+checked first (``connection``). After the writes the run reads back what arrived, a block of pages
+at a time, and names what is missing or held with another value. Memory holds a few pages, the
 block being checked, the summary's values (a float per entity and score) and summed statistics.
 """
 from __future__ import annotations
 
 import math
 import time
-from contextlib import closing
 from array import array
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -137,7 +136,7 @@ def _needs(metric: Any) -> tuple[bool, bool]:
 _ROW_FIELDS = ("id", "input", "output", "metadata", "name", "tags", "thread_id", "first_message", "last_message")
 
 
-_HELD: dict[type, tuple[str, ...]] = {}
+_HELD: dict[type, tuple[str, ...]] = {}       # a functools.cache: typeshed has no type[Any] as Hashable
 
 
 def _fields_held(kind: type) -> tuple[str, ...]:
@@ -152,11 +151,10 @@ def _fields_held(kind: type) -> tuple[str, ...]:
 def _row(entity: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An entity read by the SDK as (its fields, its feedback scores: name, value, reason)."""
     row = dict.fromkeys(_ROW_FIELDS)
-    held = _fields_held(type(entity))
-    for name in held:
+    for name in _fields_held(type(entity)):
         row[name] = getattr(entity, name, None)
-    extra = getattr(entity, "model_extra", None) if len(held) < len(_ROW_FIELDS) else None
-    if isinstance(extra, dict):     # what the server sent beyond the SDK's model (it keeps extras)
+    extra = getattr(entity, "model_extra", None)
+    if isinstance(extra, dict):     # what the server sent beyond the SDK's model (pydantic keeps it)
         for name in extra.keys() & row.keys():
             row[name] = extra[name]
     scores = [{"name": s.name, "value": s.value, "reason": s.reason} for s in entity.feedback_scores or []]
@@ -179,7 +177,7 @@ class _Run:
         self.scorers = {m.name: Scorer([m]) for m in metrics}
         self.summed = {m.name: facts_of(m).corpus is not None and hasattr(m, "item_statistics") for m in metrics}
         self.values: dict[str, array] = {}
-        self.totals: dict[str, tuple[tuple[str, ...], list]] = {}   # metric -> its statistics' fields, summed values
+        self.totals: dict[str, Statistics] = {}     # metric -> summed statistics of the entities scored now
         self.counted: dict[str, int] = {}
         self.pending: dict[str, dict[str, float]] = {}     # entity id -> score name -> value sent
         self.scored_now: set[str] = set()                  # entities of this page given a new score
@@ -297,23 +295,14 @@ class _Run:
                 stats = metric.item_statistics(results)
             except (KeyError, ValueError):
                 return
-            total = self.totals.get(metric.name)
-            if total is None:
-                self.totals[metric.name] = (stats.fields, list(stats.values))
-            elif total[0] != stats.fields:
-                raise ValueError(f"{metric.name}: statistics of fields {stats.fields} after {total[0]}")
-            else:
-                sums = total[1]
-                for k, value in enumerate(stats.values):    # in order: the bits a sum of Statistics gives
-                    sums[k] += value
+            self.totals[metric.name] = stats if metric.name not in self.totals else self.totals[metric.name] + stats
             self.counted[metric.name] = self.counted.get(metric.name, 0) + 1
 
     def corpus(self) -> tuple[dict[str, float], dict[str, int]]:
         values, counts = {}, {}
         for metric in self.metrics:
             if metric.name in self.totals:
-                fields, sums = self.totals[metric.name]
-                made = metric.from_statistics(Statistics(fields, tuple(sums)))
+                made = metric.from_statistics(self.totals[metric.name])
                 for result in made if isinstance(made, list) else [made]:     # a suite's: one per corpus score
                     if not result.scoring_failed:
                         values[result.name] = float(result.value)

@@ -8,9 +8,9 @@ SDK sends, serialised once and sent through the SDK's transport and retry rules 
 Opik Cloud's rate limit is waited out as its streamer does): through ``log_traces_feedback_scores``
 each score cost the scorer's interpreter about 0.5 ms (payload sizing, the replay database, the REST
 models' encoder reading their type hints per score), most of a run. Threads' scores keep the SDK's
-own path. As in the SDK's streamer, a 409 is a request the
-server already took; a refused key (401, 403) or a lost server (after the retries) stops the run
-with its error; any other refusal is logged and left to the read-back, which names its scores.
+own path. As in the SDK's streamer, a 409 is a request the server already took; a refused key
+(401, 403) or a lost server (after the retries) stops the run with its error; any other refusal is
+logged and left to the read-back, which names its scores.
 """
 from __future__ import annotations
 

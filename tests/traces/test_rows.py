@@ -4,6 +4,8 @@ each land in the summary."""
 from __future__ import annotations
 
 from opik.rest_api.types.trace_public import TracePublic
+
+from opik_metrics.core.statistics import Statistics
 from opik_metrics.traces.fields import TraceFields
 from opik_metrics.traces.reading import Selection
 from opik_metrics.traces.scoring import TraceScoreReport, _row, _Run
@@ -42,7 +44,7 @@ class _One:
 def test_every_corpus_score_of_a_suite_is_kept_and_a_failed_one_left_out():
     run = _Run([], TraceFields.parse(None), Selection("p"), False, TraceScoreReport("p"))
     run.metrics = [_Suite(), _One()]
-    run.totals = {"suite": (("n",), [6.0]), "one": (("n",), [2.0])}
+    run.totals = {"suite": Statistics(("n",), (6.0,)), "one": Statistics(("n",), (2.0,))}
     run.counted = {"suite": 3, "one": 2}
     values, counts = run.corpus()
     assert values == {"corpus_a": 3.0, "corpus_b": 12.0, "corpus_one": 3.0}
