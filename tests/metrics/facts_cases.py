@@ -15,6 +15,7 @@ option's help is recorded as ``--help`` shows it.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 import textwrap
@@ -146,6 +147,15 @@ VOLATILE = {"version", "module_version", "opik-metrics", "opik_metrics", "nltk",
             "sacrebleu", "bert_score", "numpy", "rouge_score_rs", "cfg"}
 
 
+#: ``key:value`` of a volatile field nested in another field's text (a model's signature inside a
+#: teacher's or student's), the key not part of a longer name (``version`` in ``module_version``).
+_NESTED = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(VOLATILE))) + r"):(?!<volatile>)[^|\[\]]+")
+
+
+def _blanked(value: Any) -> Any:
+    return _NESTED.sub(r"\1:<volatile>", value) if isinstance(value, str) else value
+
+
 def stable(recorded: Any) -> Any:
     """A record with the values of signature fields that follow package versions blanked, in the
     fields and in the text (their keys stay), so that upgrading a package does not read as a change."""
@@ -156,8 +166,8 @@ def stable(recorded: Any) -> Any:
                 if key in VOLATILE:
                     text = text.replace(f"{key}:{value}", f"{key}:<volatile>")
             fields = {k: ("<volatile>" if k in VOLATILE else stable(v)) for k, v in recorded["fields"].items()}
-            kept = {k: v for k, v in recorded.items() if k != "versions"}   # named since (issue 48): checked apart
-            return {**kept, "fields": fields, "text": text}
+            return {**{k: v for k, v in recorded.items() if k != "versions"},   # named since (issue 48): checked apart
+                    "fields": {k: _blanked(v) for k, v in fields.items()}, "text": _blanked(text)}
         return {k: stable(v) for k, v in recorded.items()}
     if isinstance(recorded, list):
         return [stable(v) for v in recorded]
