@@ -151,7 +151,7 @@ def roberta_large_shape(folder: Path) -> str:
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(preds + refs, vocab_size=2000, show_progress=False,
                             special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    spec = json.loads(bpe._tokenizer.to_str())["model"]
+    spec = json.loads(bpe.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in spec["merges"]]
     # add_prefix_space saved in the tokenizer, so bert_score under transformers 5 adds it too
     RobertaTokenizer(vocab=spec["vocab"], merges=merges, model_max_length=512,
