@@ -13,7 +13,6 @@ server's CLIP-S and RefCLIP-S equal to the bare ones within 1e-5. One timed run 
 warm-up each (bench_clipscore races blocks in turn; this row is a single pass: noisier)."""
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import resource
 import threading
@@ -47,7 +46,6 @@ def _serve(n: int, urls: "multiprocessing.Queue", done: "multiprocessing.Event",
             server.traces[trace_id] = {"id": trace_id, "project_name": PROJECT, "name": "caption",
                                        "start_time": "2026-11-20T00:00:00Z", "input": {"image": f"{k}.jpg"},
                                        "output": {"output": cands[k]}, "metadata": {"reference": refs[k][0], "k": k}}
-        gc.freeze()     # the seeded store out of the collector's passes: the backend's store is no Python heap
         urls.put(server.url)
         done.wait()
         stored = {t["metadata"]["k"]: {name: s["value"] for name, s in

@@ -121,12 +121,8 @@ def json_node(value: Any) -> Any:
 # Java's \s = [ \t\n\x0B\f\r]: null, or a string with a char outside that class.
 # @Size on a String counts String.length(): UTF-16 code units (a character beyond U+FFFF is two).
 
-_JAVA_TRIMMED = "".join(map(chr, range(0x21)))     # String.trim() strips every char up to U+0020
-_NULL_OR_NOT_BLANK_FAILS = re.compile(r"[ \t\n\x0b\f\r]*")
-
-
 def _blank(text: str) -> bool:
-    return not text.strip(_JAVA_TRIMMED)
+    return all(ord(c) <= 0x20 for c in text)
 
 
 def java_length(text: str) -> int:
@@ -141,7 +137,7 @@ def not_blank(value: Any, where: str) -> None:
 
 def null_or_not_blank(value: Any, where: str) -> None:
     """@Pattern(regexp = NULL_OR_NOT_BLANK): Refused 422 for a string of whitespace only."""
-    if isinstance(value, str) and _NULL_OR_NOT_BLANK_FAILS.fullmatch(value):
+    if isinstance(value, str) and re.fullmatch(r"[ \t\n\x0b\f\r]*", value):
         raise Refused(f"{where} must not be blank")
 
 
@@ -217,10 +213,8 @@ def _read_values(items: list, where: str) -> list:
                 continue
             raise Refused(f"Unable to process JSON. {where}[{k}]: expected an object", BAD_REQUEST)
         value = item.get("value")
-        try:
-            values.append(None if value is None else big_decimal_exact(value, ""))
-        except Refused:         # read again for the message: the item's label is built only for a refusal
-            big_decimal_exact(value, f"{where}[{k}] ({item.get('name')!r}): value")
+        values.append(None if value is None else
+                      big_decimal_exact(value, f"{where}[{k}] ({item.get('name')!r}): value"))
     return values
 
 
@@ -228,20 +222,7 @@ def _number(exact: Decimal, sent: Any) -> float | int:
     return int(exact) if isinstance(sent, int) else float(exact)
 
 
-def _check_feedback_score(item: Mapping[str, Any], exact: Decimal | None, k: int) -> dict:
-    """Item ``k`` of a batch as stored, when every check of ``_refuse_feedback_score`` passes (tested
-    here at once, without building the item's label); else that function's refusal."""
-    name, project = item.get("name"), item.get("project_name")
-    if (exact is not None and MIN_FEEDBACK_SCORE_VALUE <= exact <= MAX_FEEDBACK_SCORE_VALUE
-            and item.get("id") is not None and isinstance(name, str) and not _blank(name)
-            and (project is None or not isinstance(project, str) or not _NULL_OR_NOT_BLANK_FAILS.fullmatch(project))
-            and item.get("source") is not None and item.get("error") in (None, 0, 1)):
-        return {**item, "value": _number(exact, item["value"])}        # every check below passes
-    return _refuse_feedback_score(item, exact, f"scores[{k}] ({item.get('name')!r})")
-
-
-def _refuse_feedback_score(item: Mapping[str, Any], exact: Decimal | None, label: str) -> dict:
-    """The backend's checks of one feedback score in order: Refused naming the first that fails."""
+def _check_feedback_score(item: Mapping[str, Any], exact: Decimal | None, label: str) -> dict:
     if exact is None:
         raise Refused(f"{label}: value must not be null")
     if not MIN_FEEDBACK_SCORE_VALUE <= exact <= MAX_FEEDBACK_SCORE_VALUE:
@@ -270,7 +251,7 @@ def check_feedback_score_batch(scores: Any) -> list[dict]:
     for k, (item, exact) in enumerate(zip(scores, values)):
         if item is None:
             raise Refused(f"scores[{k}] must not be null")
-        stored.append(_check_feedback_score(item, exact, k))
+        stored.append(_check_feedback_score(item, exact, f"scores[{k}] ({item.get('name')!r})"))
     return stored
 
 
