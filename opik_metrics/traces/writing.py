@@ -9,8 +9,8 @@ Opik Cloud's rate limit is waited out as its streamer does): through ``log_trace
 each score cost the scorer's interpreter about 0.5 ms (payload sizing, the replay database, the REST
 models' encoder reading their type hints per score), most of a run. Threads' scores keep the SDK's
 own path. As in the SDK's streamer, a 409 is a request the server already took; a refused key
-(401, 403) or a lost server (after the retries) stops the run with its error; any other refusal is
-logged and left to the read-back, which names its scores.
+(401, 403) or a lost or failing server (no connection or a 5xx, after the retries) stops the run
+with its error; any other refusal is logged and left to the read-back, which names its scores.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ DRAIN_SECONDS = 15.0              # how long leaving on an error waits for what 
 
 LOGGER = logging.getLogger(__name__)
 Request = list[dict[str, Any]]
+Send = Callable[[Request, threading.Event], None]
 
 
 def requests_of(groups: Iterable[Request], limit: int = MAX_SCORES_A_REQUEST) -> list[Request]:
@@ -48,17 +49,20 @@ def requests_of(groups: Iterable[Request], limit: int = MAX_SCORES_A_REQUEST) ->
     return requests
 
 
-def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], None]:
+def sender(client: Any, entity: str, project_name: str) -> Send:
     """How one request of ``entity``'s scores (dicts as ``log_traces_feedback_scores`` takes them)
-    goes to the server."""
+    goes to the server; once ``stopping`` is set, a request waiting out a rate limit is dropped."""
     if entity == "threads":
-        return lambda request: client.log_threads_feedback_scores(scores=request, project_name=project_name)
+        def send_threads(request: Request, stopping: threading.Event | None = None) -> None:
+            client.log_threads_feedback_scores(scores=request, project_name=project_name)
+        return send_threads
     from opik.api_objects.constants import FEEDBACK_SCORE_SOURCE_SDK
     from opik.rest_api.core.api_error import ApiError
 
     put = json_put(client.rest_client, f"v1/private/{entity}/feedback-scores")
 
-    def send(request: Request) -> None:
+    def send(request: Request, stopping: threading.Event | None = None) -> None:
+        stopping = stopping or threading.Event()
         body = [{"id": score["id"], "name": score["name"], "value": score["value"], "reason": score.get("reason"),
                  "source": FEEDBACK_SCORE_SOURCE_SDK, "project_name": score.get("project_name") or project_name,
                  "category_name": score.get("category_name")} for score in request]   # parse_feedback_score_messages's fields
@@ -71,12 +75,13 @@ def sender(client: Any, entity: str, project_name: str) -> Callable[[Request], N
                 if limit is not None:       # Opik Cloud's limit: sent again after its reset, as the SDK's streamer does
                     LOGGER.info("rate limited by the Opik server: %d %s feedback scores sent again in %s s",
                                 len(request), entity[:-1], limit.retry_after())
-                    time.sleep(limit.retry_after())
+                    if stopping.wait(limit.retry_after()):
+                        return              # the run stopped meanwhile: a rerun sends what is missing
                     continue
                 if exc.status_code == 409:  # a retry of a request the server took (the SDK's streamer: the same)
                     return
-                if exc.status_code in (401, 403):   # no request will land: the run stops, in one line
-                    raise
+                if exc.status_code in (401, 403) or (exc.status_code or 0) >= 500:
+                    raise                   # no request will land (a refused key, a failing server): the run stops
                 LOGGER.error("the Opik server refused a request of %d %s feedback scores (HTTP %s: %s); the "
                              "read-back names them", len(request), entity[:-1], exc.status_code, exc.body)
                 return
@@ -100,11 +105,11 @@ class ScoreWriter:
     the next ``put`` or ``wait``, or on leaving the ``with`` block, which sends what is queued first
     (on an error, for at most DRAIN_SECONDS; on Ctrl-C, not at all: a rerun sends what is missing)."""
 
-    def __init__(self, send: Callable[[Request], None], depth: int = QUEUE_DEPTH) -> None:
+    def __init__(self, send: Send, depth: int = QUEUE_DEPTH) -> None:
         self._send = send
         self._queue: queue.Queue[Request | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
-        self._dropping = False
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="opik-metrics-score-writer", daemon=True)
         self._thread.start()
 
@@ -139,13 +144,17 @@ class ScoreWriter:
                 self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Full:
                 pass
+            except BaseException:               # Ctrl-C while waiting: stop now, as below
+                self._stop_now()
+                raise
             if not self._thread.is_alive():
                 return
         self._stop_now()
 
     def _stop_now(self) -> None:
-        """Drop what is queued; the thread ends after the request it is sending (not waited for)."""
-        self._dropping = True
+        """Drop what is queued; the thread ends after the request it is sending (not waited for; a
+        request waiting out a rate limit is dropped at once)."""
+        self._stopping.set()
         while True:
             try:
                 self._queue.get_nowait()
@@ -164,8 +173,8 @@ class ScoreWriter:
             try:
                 if request is None:
                     return
-                if self._error is None and not self._dropping:    # after a failure the run stops: the rest is dropped
-                    self._send(request)
+                if self._error is None and not self._stopping.is_set():   # after a failure: the rest dropped
+                    self._send(request, self._stopping)
             except BaseException as exc:    # handed to the scoring thread
                 self._error = exc
             finally:

@@ -108,7 +108,7 @@ def _request(k: int, n: int = 1) -> list[list[dict]]:
 def test_the_writer_sends_in_order_and_raises_its_failure_in_the_scoring_thread():
     sent: list[int] = []
 
-    def send(request):
+    def send(request, stopping):
         time.sleep(0.005)
         if request[0]["k"] == 5:
             raise RuntimeError("refused for good")
@@ -129,14 +129,14 @@ def test_the_writer_sends_in_order_and_raises_its_failure_in_the_scoring_thread(
 def test_an_error_in_the_scoring_thread_sends_what_was_queued_and_ctrl_c_does_not_wait():
     sent: list[int] = []
     with pytest.raises(KeyError):
-        with ScoreWriter(lambda r: sent.append(r[0]["k"])) as writer:
+        with ScoreWriter(lambda r, stopping: sent.append(r[0]["k"])) as writer:
             writer.put(_request(7) + _request(8))
             raise KeyError("stop")
     assert sent == [7] and _writers() == []               # one request: both entities fit in it
     release = threading.Event()
     slow_sent: list[int] = []
 
-    def slow(request):
+    def slow(request, stopping):
         release.wait(10)
         slow_sent.append(request[0]["k"])
 
@@ -206,7 +206,7 @@ def test_each_score_keeps_its_own_project(monkeypatch):
 def test_scoring_stops_at_the_next_page_once_the_writer_failed():
     failed = threading.Event()
 
-    def send(request):
+    def send(request, stopping):
         failed.set()
         raise RuntimeError("the server is gone")
 
@@ -232,3 +232,83 @@ def test_a_429_without_a_readable_reset_is_left_to_the_read_back(monkeypatch, ca
     monkeypatch.setattr(writing, "json_put", lambda rest_client, path: limited)
     sender(_Client(), "traces", "p")([{"id": "a", "name": "s", "value": 1.0}])
     assert any("HTTP 429" in r.getMessage() for r in caplog.records)
+
+
+def test_ctrl_c_drops_a_request_waiting_out_the_rate_limit(monkeypatch):
+    from opik.rest_api.core.api_error import ApiError
+
+    tries: list[float] = []
+
+    def limited(payload):
+        tries.append(time.monotonic())
+        raise ApiError(status_code=429, headers={"RateLimit-Reset": "2"}, body="slow down")
+
+    monkeypatch.setattr(writing, "json_put", lambda rest_client, path: limited)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with ScoreWriter(sender(_Client(), "traces", "p")) as writer:
+            writer.put([[{"id": "a", "name": "s", "value": 1.0}]])
+            while not tries:
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+    deadline = time.monotonic() + 1
+    while _writers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _writers() == [] and time.monotonic() - start < 1.5     # not the 2 s reset
+    time.sleep(2.5)
+    assert len(tries) == 1                                          # never sent again after the run
+
+
+def test_ctrl_c_while_draining_after_an_error_stops_the_writer():
+    release = threading.Event()
+    sent: list[int] = []
+
+    def slow(request, stopping):
+        release.wait(10)
+        sent.append(request[0]["k"])
+
+    def interrupted_join(timeout=None):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with ScoreWriter(slow, depth=4) as writer:
+            for k in range(3):
+                writer.put(_request(k))
+            writer._thread.join = interrupted_join      # Ctrl-C arrives during the drain's wait
+            raise KeyError("stop")
+    release.set()
+    deadline = time.monotonic() + 5
+    while _writers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _writers() == [] and len(sent) <= 1            # the one in flight at most; the queued ones dropped
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_failing_server_after_the_retries_stops_the_run_with_one_line(server, client, monkeypatch, capsys, status):
+    from opik.rest_api.core.api_error import ApiError
+
+    log_project(client)
+    calls = []
+
+    def failing(rest_client, path):
+        put = json_put(rest_client, path)
+
+        def answer(payload):        # what the SDK's retry raises once its tries are spent
+            calls.append(payload)
+            if len(calls) >= 2:
+                raise ApiError(status_code=status, headers={}, body="Service Unavailable")
+            put(payload)
+        return answer
+
+    monkeypatch.setattr(writing, "json_put", failing)
+    with pytest.raises(OpikServerError, match=str(status)):
+        score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
+    assert len(calls) == 2 and len(_put_bodies(server)) == 1          # the first page's scores, then it stopped
+    assert _writers() == []
+    import opik
+    monkeypatch.setattr(opik, "Opik", lambda **kwargs: client)
+    code = main(["traces", "score", "--project", PROJECT, "-m", "bleu", "--page-size", "4", "--replace",
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(status) in err and len(err.strip().splitlines()) == 1, err
+    assert _writers() == []
