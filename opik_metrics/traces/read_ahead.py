@@ -13,28 +13,29 @@ _POLL_SECONDS = 0.1
 
 
 def read_ahead(source: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
-    """``source``'s items in order, read up to ``depth`` items ahead of the caller."""
-    box: queue.Queue[tuple[T | None, BaseException | None, bool]] = queue.Queue(maxsize=depth)
+    """``source``'s items in order, at most ``depth`` read (or being read) beyond the one the
+    caller holds: a reader takes a slot before each read, the caller frees it when it takes the item."""
+    box: queue.Queue[tuple[T | None, BaseException | None, bool]] = queue.Queue()    # bounded by the slots
+    slots = threading.Semaphore(depth)
     stop = threading.Event()
 
-    def hand(item: T | None, error: BaseException | None = None, done: bool = False) -> bool:
+    def take_slot() -> bool:
         while not stop.is_set():
-            try:
-                box.put((item, error, done), timeout=_POLL_SECONDS)
+            if slots.acquire(timeout=_POLL_SECONDS):
                 return True
-            except queue.Full:
-                continue
         return False
 
     def run() -> None:
         try:
-            for item in source:
-                if not hand(item):
+            while take_slot():
+                try:
+                    item = next(source)
+                except StopIteration:
+                    box.put((None, None, True))
                     return
+                box.put((item, None, False))
         except BaseException as exc:        # raised in the caller's thread, in order
-            hand(None, exc, done=True)
-            return
-        hand(None, done=True)
+            box.put((None, exc, True))
 
     thread = threading.Thread(target=run, name="opik-metrics-page-reader", daemon=True)
     thread.start()
@@ -45,6 +46,7 @@ def read_ahead(source: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
                 raise error
             if done:
                 return
+            slots.release()
             yield cast(T, item)
     finally:
         stop.set()
