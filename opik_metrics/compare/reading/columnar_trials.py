@@ -1,9 +1,10 @@
 """A Parquet record file with trials read in columns: the rows of each id merged in numpy into one
 item (``trials.merge_trials``'s numbers, bit for bit) before any record is built, so 3n rows cost
 about what n items do. Only the usual file takes this path: every score a finite float64, every
-statistics row of one width of finite floats, no null in a kept column, each (id, trial) once and
-the inputs equal across an id's trials; any other file is left to the row reader (None), whose
-checks name the row that is off.
+statistics row of one width of finite floats, no null in a kept column, each (id, trial) once,
+the inputs equal across an id's trials and at most MAX_TRIALS rows an id (the merge adds rank by
+rank); any other file, an empty one included, is left to the row reader (None), whose checks name
+the row that is off.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import numpy as np
 from opik_metrics.compare.reading.records import ItemRecord, no_gc
 from opik_metrics.compare.statistics.trials import ROUNDING_ONLY
 from opik_metrics.streams.ids import TRIAL_COLUMN
+
+MAX_TRIALS = 64     # rows of one id: more (a file whose ids barely vary) read faster row by row
 
 
 def merged_items(path: str, id_field: str, keep: list[str], output_column: str, skip: set[str],
@@ -40,7 +43,7 @@ def merged_items(path: str, id_field: str, keep: list[str], output_column: str, 
             and all(pa.types.is_list(types[c]) and pa.types.is_float64(types[c].value_type) for c in carriers)):
         return None
     table = pq.read_table(path, columns=list(dict.fromkeys(["index", id_field, *keep, *carriers, *score_names])))
-    if any(table.column(name).null_count for name in table.column_names):
+    if table.num_rows == 0 or any(table.column(name).null_count for name in table.column_names):
         return None
     positions = table.column("index").to_numpy()
     if len(positions) > 1 and not bool(np.all(np.diff(positions) > 0)):
@@ -58,7 +61,7 @@ def merged_items(path: str, id_field: str, keep: list[str], output_column: str, 
     if codes is None:
         return None
     groups = _Groups(codes)
-    if not _one_row_per_trial(groups, table.column(TRIAL_COLUMN).to_numpy()):
+    if int(groups.count.max()) > MAX_TRIALS or not _one_row_per_trial(groups, table.column(TRIAL_COLUMN).to_numpy()):
         return None
     for column in inputs:
         codes = _codes(table.column(column), pc)

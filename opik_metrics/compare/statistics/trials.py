@@ -75,8 +75,14 @@ def _summed_statistics(name: str, base: ItemRecord, live: list[ItemRecord]) -> d
     usual = max(widths, key=widths.count, default=0)         # the others' width: a shorter row is the damaged one
     damaged = next((row for row in found if not isinstance(row, list) or len(row) != usual
                     or not all(is_number(v) for v in row)), None)
-    meta["statistics"] = damaged if damaged is not None else [sum(column) for column in zip(*found)]
+    meta["statistics"] = damaged if damaged is not None else [_in_order(column) for column in zip(*found)]
     return meta
+
+
+def _in_order(column: tuple) -> Any:
+    """A statistic summed over the trials: floats in ``ordered_sum``'s one order (as the columnar
+    reader adds them, a total that overflows included), whole counts exactly as ints."""
+    return ordered_sum(column) if all(type(v) is float for v in column) else sum(column)
 
 
 def _plain_floats(rows: list) -> bool:
