@@ -424,7 +424,7 @@ class ReferenceInputs(PackMetric):
             if not outs:
                 return []
             processes = kernels.resolve_workers(workers, len(outs))
-            kernel = self._batch_kernel() if processes > 1 else None
+            kernel = self._batch_kernel(refs) if processes > 1 else None
             if kernel is not None:
                 try:
                     results: list[list[ScoreResult]] = []
@@ -439,9 +439,9 @@ class ReferenceInputs(PackMetric):
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         """Score validated items; one list of ScoreResults per item, in order."""
 
-    def _batch_kernel(self) -> Kernel | None:
+    def _batch_kernel(self, references: list[list[str]]) -> Kernel | None:
         """A picklable ``kernel(outputs, references) -> values`` that worker processes run on slices
-        of a large batch (``_results_from_kernel`` turns its values into results); None: no
+        of a large batch with these ``references`` (``_results_from_kernel`` turns its values into results); None: no
         kernel, the batch is scored in this process."""
         return None
 

@@ -125,9 +125,10 @@ class ROUGE(ReferenceMetric):
     def _score_items(self, outputs: list[str], references: list[list[str]]) -> list[list[ScoreResult]]:
         return self._results(outputs, references, self._scorer.score_batch(outputs, references, flat=True))
 
-    def _batch_kernel(self) -> RougeKernel | None:
-        """None on rouge-score-rs: it spreads a batch over every core itself, in this process."""
-        return None if self._scorer.engine == "compiled" else self._kernel
+    def _batch_kernel(self, references: list[list[str]]) -> RougeKernel | None:
+        """None for a batch rouge-score-rs scores: it spreads it over every core itself, in this
+        process (one it leaves to our engine, a multi-reference mean, goes to worker processes)."""
+        return None if self._scorer.handled_by_compiled(references) else self._kernel
 
     def _results_from_kernel(self, outputs: list[str], references: list[list[str]], values: array) -> list:
         """``values``: the kernel's ``score_batch(..., flat=True)``, as an array."""

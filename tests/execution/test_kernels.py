@@ -89,7 +89,7 @@ def test_workers_are_chosen_by_batch_size_and_checked(monkeypatch):
 
 def test_a_tokenizer_that_cannot_travel_keeps_the_batch_here(monkeypatch):
     metric = ROUGE(tokenizer=lambda text: text.split(), track=False)
-    assert metric._batch_kernel() is None
+    assert metric._batch_kernel([["a b"]]) is None
     monkeypatch.setattr(parallel, "run_kernel", lambda *a: pytest.fail("no kernel: no processes"))
     got = metric.score_batch(["a b", "c"], ["a b", "d"], workers=2)
     assert [r.value for r in got[0]][:3] == [1.0, 1.0, 1.0]
@@ -215,6 +215,6 @@ def test_slices_in_flight_are_bounded(monkeypatch):
     monkeypatch.setattr(ScoringContext, "pool", spy)
     preds, refs = realistic_pairs(3_000, seed=24)
     ranges = parallel.slices(3_000, 2)
-    spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel(), preds, [[r] for r in refs], 2)
+    spread = parallel.run_kernel(ROUGE(track=False)._batch_kernel([[r] for r in refs]), preds, [[r] for r in refs], 2)
     assert next(spread)[:2] == ranges[0] and len(submitted) == 5        # four ahead, one more as the first goes
     assert [r[:2] for r in spread] == ranges[1:] and len(submitted) == len(ranges) == 8

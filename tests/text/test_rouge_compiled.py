@@ -3,7 +3,9 @@
 on and off; the options it does not compute stay on ours; the signature names it as a version."""
 from __future__ import annotations
 
+import importlib.metadata
 import random
+import sys
 
 import pytest
 
@@ -73,7 +75,7 @@ def test_an_unknown_engine_is_refused():
 
 def test_the_signature_names_the_engine_as_a_version_so_records_compare_as_equal():
     compiled, python = RougeScorer(engine="auto").signature(), RougeScorer(engine="python").signature()
-    assert compiled.fields["rouge_score_rs"] == "0.2.1" or compiled.fields["rouge_score_rs"]
+    assert compiled.fields["rouge_score_rs"] == importlib.metadata.version("rouge-score-rs")
     assert "rouge_score_rs" in compiled.versions
     assert compiled.options() == python.options()
 
@@ -81,8 +83,8 @@ def test_the_signature_names_the_engine_as_a_version_so_records_compare_as_equal
 def test_the_metric_scores_a_large_batch_in_process_on_the_compiled_engine():
     """rouge-score-rs spreads a batch over every core itself: no worker processes on top."""
     metric = ROUGE(track=False)
-    assert metric._scorer.engine == "compiled" and metric._batch_kernel() is None
-    assert ROUGE(rouge_types=["rougeW"], track=False)._batch_kernel() is not None
+    assert metric._scorer.engine == "compiled" and metric._batch_kernel([["a b"]]) is None
+    assert ROUGE(rouge_types=["rougeW"], track=False)._batch_kernel([["a b"]]) is not None
     predictions, references = _items(seed=3)
     ours = ROUGE(track=False)
     on_python = ROUGE(track=False)
@@ -90,3 +92,31 @@ def test_the_metric_scores_a_large_batch_in_process_on_the_compiled_engine():
     got = [[r.value for r in item] for item in ours.score_batch(predictions, references)]
     want = [[r.value for r in item] for item in on_python.score_batch(predictions, references)]
     assert got == want
+
+
+def test_a_multi_reference_mean_that_our_engine_scores_still_goes_to_worker_processes():
+    """rouge-score-rs keeps only the best reference: a mean over several goes to ours, and so do
+    the worker processes of ``workers``; one reference each stays on rouge-score-rs, in process."""
+    metric = ROUGE(multi_reference="mean", track=False)
+    assert metric._scorer.engine == "compiled"
+    assert metric._batch_kernel([["a b", "a c"], ["a"]]) is not None and metric._batch_kernel([["a"], ["b"]]) is None
+    predictions, references = _items(seed=5)
+    several = [[ref, prediction[::-1]] for prediction, ref in zip(predictions, (r[0] for r in references))]
+    spread = metric.score_batch(predictions[:400], several[:400], workers=2)
+    alone = metric.score_batch(predictions[:400], several[:400], workers=1)
+    assert [[r.value for r in item] for item in spread] == [[r.value for r in item] for item in alone]
+
+
+@pytest.mark.parametrize("broken", ["not installed", "does not import"])
+def test_without_a_loadable_rouge_score_rs_auto_falls_back_to_ours(monkeypatch, broken):
+    from opik_metrics.text.rouge import compiled
+
+    if broken == "not installed":
+        monkeypatch.setattr(compiled, "compiled_version", lambda: None)
+    else:
+        monkeypatch.setitem(sys.modules, "rouge_score_rs", None)      # its metadata there, the import fails
+    scorer = RougeScorer(["rouge1", "rougeL"], engine="auto")
+    assert scorer.engine == "python" and "rouge_score_rs" not in scorer.signature().fields
+    assert scorer.score("a b c", "a b d")["rouge1"].fmeasure == 2 / 3
+    with pytest.raises(ValueError, match="engine='compiled' needs rouge-score-rs"):
+        RougeScorer(["rouge1"], engine="compiled")

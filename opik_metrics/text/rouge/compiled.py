@@ -34,7 +34,7 @@ class CompiledRouge:
         import rouge_score_rs
 
         self.rouge_types = tuple(rouge_types)
-        self._best_only = multi_reference != "best"   # other modes: only items with one reference come here
+        self._one_reference_only = multi_reference != "best"   # other modes: only items with one reference
         self._scorer: Any = rouge_score_rs.RougeScorer(list(self.rouge_types), use_stemmer=use_stemmer)
 
     @classmethod
@@ -46,12 +46,15 @@ class CompiledRouge:
             return None
         if not all(_COMPILED_TYPES.fullmatch(name) for name in rouge_types) or compiled_version() is None:
             return None
-        return cls(rouge_types, use_stemmer, multi_reference)
+        try:
+            return cls(rouge_types, use_stemmer, multi_reference)
+        except ImportError:             # its metadata without a module that loads (a broken install): ours
+            return None
 
     def handles(self, references: Sequence[Sequence[str]]) -> bool:
         """Whether these items' references are ones it scores: any, for the best reference; one
         each, for the modes that combine several."""
-        return not self._best_only or all(len(refs) == 1 for refs in references)
+        return not self._one_reference_only or all(len(refs) == 1 for refs in references)
 
     def flat_values(self, predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         targets = [ref for refs in references for ref in refs]

@@ -181,6 +181,10 @@ class RougeScorer:
         width = 3 * len(self.rouge_types)
         return [self._as_scores(values[k:k + width]) for k in range(0, len(values), width)]
 
+    def handled_by_compiled(self, references: Sequence[Sequence[str]]) -> bool:
+        """Whether rouge-score-rs scores a batch with these references (else our engine does)."""
+        return self._compiled is not None and self._compiled.handles(references)
+
     def _flat_values(self, predictions: list[str], references: list[list[str]]) -> list[float]:
         if self._rouge155 is not None:
             return [x for prediction, refs in zip(predictions, references)
