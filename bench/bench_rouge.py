@@ -3,7 +3,9 @@
 Rows: the engine's ROUGE-1+2+L on short pairs (stemmer off and on); ROUGE-1/2/L/Lsum with the
 stemmer through the Opik metric (``ROUGE(track=False).score_batch``) on summary-sized
 multi-sentence pairs; and the ROUGE-Lsum scaling table, the engine on texts of 100 to 1,600
-tokens (one sentence per line). Ours and rouge-score run interleaved, round after round, and each
+tokens (one sentence per line). The engine rows run our Python engine (``engine="python"``, what
+scores every option rouge-score-rs does not compute); the metric rows the path a user gets
+(``engine="auto"``: rouge-score-rs where it applies). Ours and rouge-score run interleaved, round after round, and each
 side's median round counts (the machine is shared).
 
 Optional peer rows, each skipped with a printed note when its package is not importable (none of
@@ -115,7 +117,7 @@ def short_pair_rows(n: int) -> list:
     rows = []
     for use_stemmer in (False, True):
         reference_scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
-        our_scorer = RougeScorer(ROUGE_TYPES, use_stemmer=use_stemmer)
+        our_scorer = RougeScorer(ROUGE_TYPES, use_stemmer=use_stemmer, engine="python")
         theirs, reference_seconds = _timed(
             lambda: [reference_scorer.score(ref, pred) for pred, ref in pairs])  # score(target, prediction)
         for path, ours_call in (("pair by pair", lambda: [our_scorer.score(pred, ref) for pred, ref in pairs]),
@@ -162,7 +164,7 @@ def scaling_rows(rounds: int = 3) -> list:
 
     from opik_metrics.text.rouge.scorer import RougeScorer
 
-    ours = RougeScorer(("rougeLsum",))
+    ours = RougeScorer(("rougeLsum",), engine="python")
     oracle = rouge_scorer.RougeScorer(["rougeLsum"])
     rows = []
     for tokens in SCALING_TOKENS:
@@ -268,7 +270,9 @@ def _unscanned(function):
 
 def peer_both_cores_rows(n: int, rounds: int = 3) -> list:
     """ROUGE-1/2/L on short pairs through the metric on both cores (``score_batch(workers=2)``,
-    200,000 pairs) against rouge-score-rs pair by pair (one core: it has no batch call), interleaved."""
+    200,000 pairs; on rouge-score-rs, its own threads: the batch stays in this process) against
+    rouge-score-rs's ``score`` pair by pair on one core, interleaved (``bench_rouge_compiled``
+    compares with its ``score_batch``)."""
     import opik  # noqa: F401
 
     from opik_metrics import ROUGE
@@ -303,7 +307,7 @@ def peer_lsum_rows(tokens: int = 800, rounds: int = 5) -> list:
     """ROUGE-Lsum alone at ``tokens`` tokens, the engine (one core) against each installed peer (one core)."""
     from opik_metrics.text.rouge.scorer import RougeScorer
 
-    ours = RougeScorer(("rougeLsum",))
+    ours = RougeScorer(("rougeLsum",), engine="python")
     rows = []
     # (module, package, pairs, rounds, target): rapidrouge's Lsum is rouge-score's O(n·m) DP table
     for module, package, count, peer_rounds, target in (
