@@ -5,8 +5,8 @@ stemmer through the Opik metric (``ROUGE(track=False).score_batch``) on summary-
 multi-sentence pairs; and the ROUGE-Lsum scaling table, the engine on texts of 100 to 1,600
 tokens (one sentence per line). The engine rows run our Python engine (``engine="python"``, what
 scores every option rouge-score-rs does not compute); the metric rows the path a user gets
-(``engine="auto"``: rouge-score-rs where it applies). Ours and rouge-score run interleaved, round after round, and each
-side's median round counts (the machine is shared).
+(``engine="auto"``: rouge-score-rs where it applies). Ours and rouge-score run interleaved, round
+after round, and each side's median round counts (the machine is shared).
 
 Optional peer rows, each skipped with a printed note when its package is not importable (none of
 them is a dependency): the compiled / faster ROUGE packages a user would pick for speed,

@@ -441,8 +441,8 @@ class ReferenceInputs(PackMetric):
 
     def _batch_kernel(self, references: list[list[str]]) -> Kernel | None:
         """A picklable ``kernel(outputs, references) -> values`` that worker processes run on slices
-        of a large batch with these ``references`` (``_results_from_kernel`` turns its values into results); None: no
-        kernel, the batch is scored in this process."""
+        of a large batch with these ``references`` (``_results_from_kernel`` turns its values into
+        results); None: no kernel, the batch is scored in this process."""
         return None
 
     def _results_from_kernel(self, outputs: list[str], references: list[list[str]],

@@ -28,6 +28,29 @@ def _put_bodies(server, entity: str = "traces") -> list[list[dict]]:
     return [body["scores"] for m, p, body in server.requests if m == "PUT" and p.endswith(f"/{entity}/feedback-scores")]
 
 
+def _writers_left(seconds: float = 5) -> list[threading.Thread]:
+    """The writer threads still there once none is, or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while _writers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _writers()
+
+
+def _failing_from_the_second(error: Exception, calls: list):
+    """A ``json_put`` whose first request goes through and whose later ones raise ``error``, as
+    the SDK's retry raises it once its tries are spent; each payload is appended to ``calls``."""
+    def failing(rest_client, path):
+        put = json_put(rest_client, path)
+
+        def answer(payload):
+            calls.append(payload)
+            if len(calls) >= 2:
+                raise error
+            put(payload)
+        return answer
+    return failing
+
+
 @pytest.mark.parametrize("entity", ["traces", "spans"])
 def test_the_body_sent_is_the_one_the_sdk_sends(server, client, entity):
     trace = client.trace(name="t", project_name=PROJECT)
@@ -73,19 +96,9 @@ def test_a_409_is_taken_and_a_refusal_is_left_to_the_read_back(server, client, c
 
 def test_a_writer_that_loses_the_server_stops_the_run_with_one_line(server, client, monkeypatch, capsys):
     log_project(client)
-    calls = []
-
-    def losing(rest_client, path):
-        put = json_put(rest_client, path)
-
-        def gone(payload):          # what the SDK's retry raises once its tries are spent
-            calls.append(payload)
-            if len(calls) >= 2:
-                raise httpx.ConnectError("[Errno 111] Connection refused")
-            put(payload)
-        return gone
-
-    monkeypatch.setattr(writing, "json_put", losing)
+    calls: list = []
+    monkeypatch.setattr(writing, "json_put",
+                        _failing_from_the_second(httpx.ConnectError("[Errno 111] Connection refused"), calls))
     with pytest.raises(OpikServerError, match=r"stopped answering while scoring the traces of project 'captions': "
                                               r"ConnectError: \[Errno 111\] Connection refused"):
         score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
@@ -148,10 +161,7 @@ def test_an_error_in_the_scoring_thread_sends_what_was_queued_and_ctrl_c_does_no
             raise KeyboardInterrupt
     assert time.monotonic() - start < 2                    # not waited for the request in flight
     release.set()
-    deadline = time.monotonic() + 5
-    while _writers() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _writers() == [] and len(slow_sent) <= 1        # the one in flight at most; the queued ones dropped
+    assert _writers_left() == [] and len(slow_sent) <= 1        # the one in flight at most; the queued ones dropped
 
 
 @pytest.fixture
@@ -251,10 +261,7 @@ def test_ctrl_c_drops_a_request_waiting_out_the_rate_limit(monkeypatch):
             while not tries:
                 time.sleep(0.01)
             raise KeyboardInterrupt
-    deadline = time.monotonic() + 1
-    while _writers() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _writers() == [] and time.monotonic() - start < 1.5     # not the 2 s reset
+    assert _writers_left(1) == [] and time.monotonic() - start < 1.5     # not the 2 s reset
     time.sleep(2.5)
     assert len(tries) == 1                                          # never sent again after the run
 
@@ -277,10 +284,7 @@ def test_ctrl_c_while_draining_after_an_error_stops_the_writer():
             writer._thread.join = interrupted_join      # Ctrl-C arrives during the drain's wait
             raise KeyError("stop")
     release.set()
-    deadline = time.monotonic() + 5
-    while _writers() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _writers() == [] and len(sent) <= 1            # the one in flight at most; the queued ones dropped
+    assert _writers_left() == [] and len(sent) <= 1            # the one in flight at most; the queued ones dropped
 
 
 @pytest.mark.parametrize("status", [500, 503])
@@ -288,19 +292,9 @@ def test_a_failing_server_after_the_retries_stops_the_run_with_one_line(server, 
     from opik.rest_api.core.api_error import ApiError
 
     log_project(client)
-    calls = []
-
-    def failing(rest_client, path):
-        put = json_put(rest_client, path)
-
-        def answer(payload):        # what the SDK's retry raises once its tries are spent
-            calls.append(payload)
-            if len(calls) >= 2:
-                raise ApiError(status_code=status, headers={}, body="Service Unavailable")
-            put(payload)
-        return answer
-
-    monkeypatch.setattr(writing, "json_put", failing)
+    calls: list = []
+    monkeypatch.setattr(writing, "json_put", _failing_from_the_second(
+        ApiError(status_code=status, headers={}, body="Service Unavailable"), calls))
     with pytest.raises(OpikServerError, match=str(status)):
         score_traces(PROJECT, [BLEU(track=False)], client=client, page_size=4, progress=False)
     assert len(calls) == 2 and len(_put_bodies(server)) == 1          # the first page's scores, then it stopped
